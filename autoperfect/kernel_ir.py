@@ -1,0 +1,375 @@
+"""KernelIR: one fused region as an explicit kernel, the contract every backend renders.
+
+A kernel iterates a domain of rank k (sizes given at launch). `elem` instructions run once per
+domain element; `row` instructions once per row (all axes but the last). The kernel's *signature*
+(ops, dtypes, rank, argument access classes) is size-free, so one source runs at many shapes; the
+`Launch` holds today's sizes and argument strides. Reductions are over the last domain axis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .fuse import Partition, Region, row_shapes
+from .graph import Graph, Node, make_attrs
+from .interp import apply, const_array
+from .ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+
+SPACES = ("elem", "row")
+INNER = ("contiguous", "broadcast", "strided", "row")  # how an input is read along the last axis
+
+
+class KernelIRError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    dtype: str
+    role: str    # "in" | "out"
+    space: str   # "elem" | "row"
+    inner: str   # one of INNER (outputs: "contiguous" for elem, "row" for row)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "role": self.role, "space": self.space,
+                "inner": self.inner}
+
+
+@dataclass(frozen=True)
+class Instr:
+    id: int
+    op: Op
+    dtype: str
+    space: str
+    srcs: tuple[int, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(key, default)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "op": self.op.value, "dtype": self.dtype, "space": self.space,
+                "srcs": list(self.srcs), "attrs": {k: (list(v) if isinstance(v, tuple) else v)
+                                                   for k, v in self.attrs}}
+
+
+@dataclass(frozen=True)
+class Launch:
+    dims: tuple[int, ...]                      # domain sizes (rank >= 1)
+    strides: tuple[tuple[int, ...], ...]       # per input arg, one stride per domain axis (elements)
+    in_shapes: tuple[tuple[int, ...], ...]     # shapes of the buffers the inputs point into
+    out_shapes: tuple[tuple[int, ...], ...]
+
+    def to_json(self) -> dict:
+        return {"dims": list(self.dims), "strides": [list(s) for s in self.strides],
+                "in_shapes": [list(s) for s in self.in_shapes],
+                "out_shapes": [list(s) for s in self.out_shapes]}
+
+    @staticmethod
+    def from_json(d: dict) -> "Launch":
+        return Launch(tuple(d["dims"]), tuple(tuple(s) for s in d["strides"]),
+                      tuple(tuple(s) for s in d["in_shapes"]), tuple(tuple(s) for s in d["out_shapes"]))
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    kind: str                    # "elementwise" | "row"
+    rank: int
+    args: tuple[Arg, ...]
+    body: tuple[Instr, ...]
+    launch: Launch
+    binds: tuple[int, ...]       # graph node each arg reads (inputs) or writes (outputs)
+    lines: tuple[str, ...] = ()  # user source lines this kernel computes
+
+    @property
+    def inputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.role == "in")
+
+    @property
+    def outputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.role == "out")
+
+    def signature(self) -> dict:
+        """Everything that decides the kernel's code, and nothing that depends on sizes."""
+        return {"kind": self.kind, "rank": self.rank, "args": [a.to_json() for a in self.args],
+                "body": [i.to_json() for i in self.body]}
+
+    def digest(self) -> str:
+        text = json.dumps(self.signature(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        return f"k_{self.digest()}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, **self.signature(), "launch": self.launch.to_json(),
+                "binds": list(self.binds), "lines": list(self.lines)}
+
+    @staticmethod
+    def from_json(d: dict) -> "KernelIR":
+        args = tuple(Arg(**a) for a in d["args"])
+        body = tuple(Instr(i["id"], Op(i["op"]), i["dtype"], i["space"], tuple(i["srcs"]),
+                           make_attrs(i["attrs"])) for i in d["body"])
+        kir = KernelIR(d["kind"], d["rank"], args, body, Launch.from_json(d["launch"]),
+                       tuple(d["binds"]), tuple(d["lines"]))
+        if kir.name != d["name"]:
+            raise KernelIRError(f"kernel {d['name']}: its contents hash to {kir.name}")
+        return kir
+
+    def bytes_moved(self) -> int:
+        """Ideal traffic: every input buffer read once, every output written once."""
+        seen, total = set(), 0
+        for a, node, shape in zip(self.inputs, self.binds, self.launch.in_shapes):
+            if node not in seen:
+                seen.add(node)
+                total += math.prod(shape) * dtypes.ITEMSIZE[a.dtype]
+        for a, shape in zip(self.outputs, self.launch.out_shapes):
+            total += math.prod(shape) * dtypes.ITEMSIZE[a.dtype]
+        return total
+
+    def pretty(self) -> str:
+        lines = [f"kernel {self.name} ({self.kind}, rank {self.rank}, dims {list(self.launch.dims)})"]
+        for a in self.args:
+            lines.append(f"  arg {a.name}: {a.role} {a.dtype} {a.space} {a.inner}")
+        for i in self.body:
+            attrs = " ".join(f"{k}={v}" for k, v in i.attrs)
+            srcs = ", ".join(f"%{s}" for s in i.srcs)
+            lines.append(f"  %{i.id}: {i.space} {i.dtype} = {i.op.value}({srcs}) {attrs}".rstrip())
+        return "\n".join(lines)
+
+
+# -- views ------------------------------------------------------------------------------------------
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc if d != 1 else 0)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def view_through(graph: Graph, node_id: int) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(base node, shape, strides) of a value reached through movement ops; None if a reshape
+    can't be expressed as strides over the base buffer."""
+    chain = []
+    while graph.nodes[node_id].op in MOVEMENT:
+        chain.append(graph.nodes[node_id])
+        node_id = graph.nodes[node_id].srcs[0]
+    shape = graph.nodes[node_id].shape
+    strides = contiguous_strides(shape)
+    for n in reversed(chain):
+        if n.op is Op.TRANSPOSE:
+            perm = n.attr("perm")
+            shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
+        elif n.op is Op.BROADCAST:
+            pad = len(n.shape) - len(shape)
+            strides = tuple(0 if i < pad or shape[i - pad] == 1 else strides[i - pad]
+                            for i in range(len(n.shape)))
+            shape = n.shape
+        else:  # reshape: possible as a view when the non-unit dims keep their order and contiguity
+            kept = [(d, s) for d, s in zip(shape, strides) if d != 1]
+            if [s for _, s in kept] != list(contiguous_strides([d for d, _ in kept])) \
+                    and [d for d, _ in kept] != [d for d in n.shape if d != 1]:
+                return None
+            if [d for d, _ in kept] == [d for d in n.shape if d != 1]:
+                it = iter(s for _, s in kept)
+                strides = tuple(0 if d == 1 else next(it) for d in n.shape)
+            else:
+                strides = contiguous_strides(n.shape)
+            shape = n.shape
+    return node_id, shape, strides
+
+
+def align(shape, strides, target: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of a value broadcast to `target` (right-aligned, size-1 axes read with stride 0)."""
+    pad = len(target) - len(shape)
+    out = []
+    for i, t in enumerate(target):
+        j = i - pad
+        if j < 0 or shape[j] == 1:
+            out.append(0)
+        elif shape[j] == t:
+            out.append(strides[j])
+        else:
+            raise KernelIRError(f"shape {list(shape)} does not broadcast to {list(target)}")
+    return tuple(out)
+
+
+# -- lowering ---------------------------------------------------------------------------------------
+
+
+class _Lowering:
+    def __init__(self, partition: Partition, region: Region):
+        self.p, self.r, self.g = partition, region, partition.graph
+        self.dims = region.domain or (1,)
+        self.rank = len(self.dims)
+        self.body: list[Instr] = []
+        self.args: list[Arg] = []
+        self.binds: list[int] = []
+        self.strides: list[tuple[int, ...]] = []
+        self.in_shapes: list[tuple[int, ...]] = []
+        self.memo: dict[Any, int] = {}
+
+    def emit(self, op: Op, dtype: str, space: str, srcs=(), attrs: dict | None = None) -> int:
+        key = (op, dtype, space, tuple(srcs), make_attrs(attrs or {}))
+        if key not in self.memo:
+            self.memo[key] = len(self.body)
+            self.body.append(Instr(len(self.body), op, dtype, space, tuple(srcs), key[4]))
+        return self.memo[key]
+
+    def site_target(self, node: Node, space: str) -> tuple[int, ...]:
+        """The shape a value is read at by `node`: the domain, or a row shape."""
+        if space == "elem":
+            return self.dims
+        return node.shape if node.shape in row_shapes(self.dims) else self.dims[:-1] + (1,)
+
+    def load(self, src: int, node: Node, space: str) -> int:
+        viewed = view_through(self.g, src)
+        if viewed is None:
+            raise KernelIRError(f"%{src} is a reshape that is not a view of its source")
+        base, shape, strides = viewed
+        target = self.site_target(node, space)
+        s = align(shape, strides, target)
+        if space == "row" and len(target) < self.rank:
+            s = s + (0,)
+        inner = "row" if space == "row" else {0: "broadcast", 1: "contiguous"}.get(s[-1], "strided")
+        key = ("load", base, s, space)
+        if key not in self.memo:
+            k = len(self.args)
+            bnode = self.g.nodes[base]
+            name = bnode.attr("name") if bnode.op is Op.INPUT else f"v{base}"
+            self.args.append(Arg(f"{name}_{k}", bnode.dtype, "in", space, inner))
+            self.binds.append(base)
+            self.strides.append(s)
+            self.in_shapes.append(bnode.shape)
+            self.memo[key] = self.emit(Op.LOAD, bnode.dtype, space, (), {"arg": k})
+        return self.memo[key]
+
+    def const(self, node: Node) -> int:
+        size_of, minus = node.attr("size_of"), node.attr("minus", 0)
+        if size_of is not None and tuple(size_of) == (len(self.r.domain) - 1,) \
+                and const_array(node, "float64") == self.dims[-1] - minus:
+            return self.emit(Op.CONST, node.dtype, "row", (), {"size": "last", "minus": minus})
+        return self.emit(Op.CONST, node.dtype, "row", (), {"value": node.attr("value")})
+
+    def run(self) -> KernelIR:
+        value: dict[int, int] = {}
+        for nid in self.r.nodes:
+            n = self.g.nodes[nid]
+            space = self.r.space(nid)
+            srcs = []
+            for s in n.srcs:
+                sn = self.g.nodes[s]
+                if s in value:
+                    srcs.append(value[s])
+                elif sn.op is Op.CONST:
+                    srcs.append(self.const(sn))
+                else:
+                    srcs.append(self.load(s, n, "elem" if n.op in REDUCE else space))
+            attrs = {k: v for k, v in n.attrs if n.op not in REDUCE}
+            value[nid] = self.emit(n.op, n.dtype, space, srcs, attrs)
+        outs = []
+        for k, nid in enumerate(self.r.outputs):
+            n = self.g.nodes[nid]
+            space = self.r.space(nid)
+            arg = len(self.args)
+            self.args.append(Arg(f"out{k}", n.dtype, "out", space, "contiguous" if space == "elem" else "row"))
+            self.binds.append(nid)
+            outs.append(n.shape)
+            self.emit(Op.STORE, n.dtype, space, (value[nid],), {"arg": arg})
+        kind = "row" if self.r.reduces else "elementwise"
+        lines = tuple(sorted({self.g.nodes[i].loc for i in self.r.nodes if self.g.nodes[i].loc}))
+        return validate(KernelIR(kind, self.rank, tuple(self.args), tuple(self.body),
+                                 Launch(self.dims, tuple(self.strides), tuple(self.in_shapes), tuple(outs)),
+                                 tuple(self.binds), lines))
+
+
+def lower(partition: Partition, region: Region) -> KernelIR:
+    if region.kind != "kernel":
+        raise KernelIRError(f"region {region.index} is left to MLX: {region.reason}")
+    return _Lowering(partition, region).run()
+
+
+def validate(k: KernelIR) -> KernelIR:
+    """The invariants renderers rely on; raises KernelIRError naming the broken one."""
+    where = f"kernel {k.name}"
+    if k.kind not in ("elementwise", "row") or k.rank < 1 or len(k.launch.dims) != k.rank:
+        raise KernelIRError(f"{where}: kind {k.kind!r}, rank {k.rank}, dims {k.launch.dims}")
+    n_in = len(k.inputs)
+    if [a.role for a in k.args] != ["in"] * n_in + ["out"] * len(k.outputs) or not k.outputs:
+        raise KernelIRError(f"{where}: arguments must be inputs then at least one output")
+    if len(k.launch.strides) != n_in or any(len(s) != k.rank for s in k.launch.strides):
+        raise KernelIRError(f"{where}: launch strides do not match the inputs and rank")
+    stored = set()
+    for i in k.body:
+        if i.space not in SPACES or any(s >= i.id for s in i.srcs) or i.id != k.body.index(i):
+            raise KernelIRError(f"{where}: instruction %{i.id} is malformed")
+        srcs = [k.body[s] for s in i.srcs]
+        if i.space == "row" and any(s.space == "elem" for s in srcs) and i.op not in REDUCE:
+            raise KernelIRError(f"{where}: row instruction %{i.id} reads a per-element value")
+        if i.op in REDUCE and (i.space != "row" or srcs[0].space != "elem"):
+            raise KernelIRError(f"{where}: reduction %{i.id} must map elem -> row")
+        if i.op is Op.LOAD and k.args[i.attr("arg")].role != "in":
+            raise KernelIRError(f"{where}: load %{i.id} reads an output")
+        if i.op is Op.STORE:
+            arg = k.args[i.attr("arg")]
+            if arg.role != "out" or arg.space != i.space or srcs[0].space != i.space:
+                raise KernelIRError(f"{where}: store %{i.id} does not match its output")
+            stored.add(i.attr("arg"))
+        if i.op not in ELEMENTWISE and i.op not in REDUCE and i.op not in (Op.LOAD, Op.STORE, Op.CONST):
+            raise KernelIRError(f"{where}: op {i.op.value} has no place in a kernel")
+    if stored != {j for j, a in enumerate(k.args) if a.role == "out"}:
+        raise KernelIRError(f"{where}: every output must be stored exactly once")
+    if k.kind == "row" and not any(i.op in REDUCE for i in k.body):
+        raise KernelIRError(f"{where}: a row kernel without a reduction")
+    return k
+
+
+# -- the reference executor -------------------------------------------------------------------------
+
+
+def execute(k: KernelIR, inputs: Sequence[np.ndarray], launch: Launch | None = None,
+            mode: str = "native") -> list[np.ndarray]:
+    """Run the kernel's instructions with numpy, one whole-domain array per instruction."""
+    launch = launch or k.launch
+    dims = launch.dims
+    row = dims[:-1] + (1,)
+    vals: dict[int, np.ndarray] = {}
+    outs: dict[int, np.ndarray] = {}
+    for i in k.body:
+        shape = dims if i.space == "elem" else row
+        if i.op is Op.LOAD:
+            j = i.attr("arg")
+            flat = np.ascontiguousarray(inputs[j]).reshape(-1)
+            st = launch.strides[j] if i.space == "elem" else launch.strides[j][:-1] + (0,)
+            view = np.lib.stride_tricks.as_strided(flat, shape, [s * flat.itemsize for s in st])
+            vals[i.id] = view.astype(np.float64 if mode == "float64" and i.dtype in dtypes.FLOATS
+                                     else view.dtype)
+        elif i.op is Op.CONST:
+            if i.attr("size") == "last":
+                value = dims[-1] - i.attr("minus")
+            else:
+                value = i.attr("value")
+            node = Node(0, Op.CONST, i.dtype, (), (), make_attrs({"value": value}))
+            vals[i.id] = const_array(node, mode)
+        elif i.op is Op.STORE:
+            outs[i.attr("arg")] = vals[i.srcs[0]]
+        else:
+            attrs = dict(i.attrs)
+            if i.op in REDUCE:
+                attrs.update(axes=(len(dims) - 1,), keepdims=True)
+            node = Node(0, i.op, i.dtype, shape, (), make_attrs(attrs))
+            vals[i.id] = apply(node, [vals[s] for s in i.srcs], mode)
+    n_in = len(k.inputs)
+    return [np.ascontiguousarray(np.broadcast_to(outs[n_in + j], (launch.dims if a.space == "elem" else row)))
+            .reshape(launch.out_shapes[j]) for j, a in enumerate(k.outputs)]

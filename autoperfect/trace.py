@@ -1,0 +1,463 @@
+"""Trace an MLX function into GraphIR, the JAX way.
+
+The user's function runs with `mx` bound to a namespace of tracing rules. Each rule checks its
+arguments, computes the output shape and dtype, and appends one SSA equation. Anything the tracer
+cannot represent raises `TraceError` naming the MLX call and the line of user code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import linecache
+import math
+import os
+import types
+from typing import Any, Callable, Sequence
+
+from . import dtypes
+from .graph import Builder, Graph, GraphError, broadcast_shapes, reduced_shape
+from .ops import BINARY, PREDICATE, UNARY, Op
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class TraceError(Exception):
+    """A function could not be traced; the message names the MLX call and the user's line."""
+
+
+def user_line() -> str:
+    """`file:line: code` of the innermost frame outside this package (the user's code)."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not os.path.abspath(fname).startswith(_PACKAGE_DIR):
+            code = linecache.getline(fname, frame.f_lineno).strip()
+            return f"{fname}:{frame.f_lineno}: {code}" if code else f"{fname}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+class Tracer:
+    """A symbolic array: shape and dtype of one SSA value, with MLX's array methods and operators."""
+
+    __slots__ = ("_ctx", "id", "shape", "dtype")
+    __array_priority__ = 1000  # numpy scalars on the left defer to our reflected operators
+
+    def __init__(self, ctx: "_Context", node_id: int):
+        self._ctx, self.id = ctx, node_id
+        n = ctx.builder.node(node_id)
+        self.shape, self.dtype = n.shape, _DtypeName(n.dtype)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    T = property(lambda self: self._ctx.ns.transpose(self))
+
+    def __repr__(self) -> str:
+        return f"Tracer(%{self.id}: {self.dtype}{list(self.shape)})"
+
+    def __bool__(self):
+        raise TraceError(f"data-dependent Python control flow on a traced array at {user_line()}")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        raise TraceError(f"array indexing/slicing is not supported by the tracer yet at {user_line()}")
+
+    def __getattr__(self, name: str):
+        method = _METHODS.get(name)
+        if method is None:
+            raise TraceError(f"array method .{name} is not supported by the tracer at {user_line()}")
+        fn = getattr(self._ctx.ns, method)
+        return lambda *a, **k: fn(self, *a, **k)
+
+
+class _DtypeName(str):
+    """A dtype name that also compares equal to the matching `mx.<dtype>` object."""
+
+    def __eq__(self, other):
+        return str.__eq__(self, _dtype_name(other)) if not isinstance(other, str) else str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def _dtype_name(d: Any) -> str:
+    if isinstance(d, str):
+        return dtypes.check(d)
+    try:
+        return dtypes.from_mlx(d)
+    except ValueError:
+        raise TraceError(f"unsupported dtype {d!r} at {user_line()}") from None
+
+
+def _binary_rule(op: Op, swap: bool = False):
+    return lambda self, other: self._ctx.binary(op, other, self) if swap else self._ctx.binary(op, self, other)
+
+
+for _name, _op in {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "truediv": Op.DIV, "pow": Op.POW}.items():
+    setattr(Tracer, f"__{_name}__", _binary_rule(_op))
+    setattr(Tracer, f"__r{_name}__", _binary_rule(_op, swap=True))
+for _name, _op in {"lt": Op.LT, "le": Op.LE, "gt": Op.GT, "ge": Op.GE, "eq": Op.EQ, "ne": Op.NE,
+                   "and": Op.AND, "or": Op.OR}.items():
+    setattr(Tracer, f"__{_name}__", _binary_rule(_op))
+Tracer.__rand__ = _binary_rule(Op.AND, swap=True)
+Tracer.__ror__ = _binary_rule(Op.OR, swap=True)
+Tracer.__neg__ = lambda self: self._ctx.unary(Op.NEG, self)
+Tracer.__pos__ = lambda self: self
+Tracer.__abs__ = lambda self: self._ctx.unary(Op.ABS, self)
+Tracer.__invert__ = lambda self: self._ctx.unary(Op.NOT, self)
+Tracer.__hash__ = object.__hash__
+
+_METHODS = {m: m for m in (
+    "astype", "reshape", "transpose", "sum", "mean", "max", "min", "prod", "var", "std", "logsumexp",
+    "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "sin", "cos", "flatten",
+    "swapaxes", "squeeze", "broadcast_to")}
+
+# mx function name -> unary op; every name here is traced by one generic rule.
+UNARY_FUNCTIONS = {
+    "negative": Op.NEG, "abs": Op.ABS, "square": Op.SQUARE, "sqrt": Op.SQRT, "rsqrt": Op.RSQRT,
+    "reciprocal": Op.RECIPROCAL, "exp": Op.EXP, "expm1": Op.EXPM1, "log": Op.LOG, "log1p": Op.LOG1P,
+    "tanh": Op.TANH, "sigmoid": Op.SIGMOID, "erf": Op.ERF, "sin": Op.SIN, "cos": Op.COS,
+    "floor": Op.FLOOR, "ceil": Op.CEIL, "sign": Op.SIGN, "logical_not": Op.NOT, "isnan": Op.ISNAN,
+    "isinf": Op.ISINF,
+}
+BINARY_FUNCTIONS = {
+    "add": Op.ADD, "subtract": Op.SUB, "multiply": Op.MUL, "divide": Op.DIV, "power": Op.POW,
+    "maximum": Op.MAX, "minimum": Op.MIN, "equal": Op.EQ, "not_equal": Op.NE, "less": Op.LT,
+    "less_equal": Op.LE, "greater": Op.GT, "greater_equal": Op.GE, "logical_and": Op.AND,
+    "logical_or": Op.OR,
+}
+REDUCE_FUNCTIONS = {"sum": Op.SUM, "prod": Op.PROD, "max": Op.RMAX, "min": Op.RMIN, "mean": Op.MEAN,
+                    "logsumexp": Op.LOGSUMEXP}
+assert set(UNARY_FUNCTIONS.values()) | {Op.CAST} == UNARY and set(BINARY_FUNCTIONS.values()) == BINARY
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "newaxis": None}
+
+
+def const_attr(value: float | int | bool) -> float | int | bool | str:
+    """JSON has no inf or NaN: non-finite constants are stored by name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # 'inf', '-inf', 'nan'
+    return value
+
+
+class _Context:
+    def __init__(self, name: str):
+        self.builder = Builder(name, cse=False)
+        self.ns = Namespace(self)
+
+    # -- values ------------------------------------------------------------------------------
+    def tracer(self, node_id: int) -> Tracer:
+        return Tracer(self, node_id)
+
+    def const(self, value: Any, dtype: str) -> Tracer:
+        value = bool(value) if dtype == "bool" else int(value) if dtype == "int32" else float(value)
+        return self.tracer(self.builder.add(Op.CONST, dtype, (), (), {"value": const_attr(value)},
+                                            user_line()))
+
+    def lift(self, x: Any, like: str | None = None) -> Tracer:
+        """A Tracer for `x`; a Python scalar takes the dtype of the array it meets (MLX's weak typing)."""
+        if isinstance(x, Tracer):
+            return x
+        if isinstance(x, (bool, int, float)) or _is_numpy_scalar(x):
+            if isinstance(x, bool):
+                kind = "bool"
+            elif isinstance(x, int) or (hasattr(x, "dtype") and x.dtype.kind in "iu"):
+                kind = "int32"
+            else:
+                kind = "float32"
+            dtype = _weak_dtype(kind, like)
+            return self.const(x, dtype)
+        raise TraceError(f"cannot trace a value of type {type(x).__name__} at {user_line()}")
+
+    def add(self, op: Op, dtype: str, shape, srcs: Sequence[Tracer], attrs: dict | None = None) -> Tracer:
+        return self.tracer(self.builder.add(op, dtype, shape, [s.id for s in srcs], attrs, user_line()))
+
+    # -- rules ---------------------------------------------------------------------------------
+    def unary(self, op: Op, x: Any) -> Tracer:
+        if not isinstance(x, Tracer):
+            x = self.lift(x, "float32")  # mx.exp(2.0) is a float32 array
+        dtype = "bool" if op in PREDICATE else x.dtype
+        if op not in PREDICATE and op not in (Op.NEG, Op.ABS, Op.SQUARE, Op.SIGN, Op.FLOOR, Op.CEIL) \
+                and dtype not in dtypes.FLOATS:
+            dtype = "float32"  # MLX promotes integer inputs of transcendental functions
+        if op is Op.NOT and x.dtype != "bool":
+            x = self.cast(x, "bool")
+        return self.add(op, dtype, x.shape, [x])
+
+    def binary(self, op: Op, a: Any, b: Any) -> Tracer:
+        if not isinstance(a, Tracer) and not isinstance(b, Tracer):
+            a = self.lift(a, "float32" if isinstance(a, float) or isinstance(b, float) else None)
+        a = self.lift(a, b.dtype if isinstance(b, Tracer) else None)
+        b = self.lift(b, a.dtype)
+        try:
+            shape = broadcast_shapes(a.shape, b.shape)
+        except GraphError as e:
+            raise TraceError(f"{op.value}: {e} at {user_line()}") from None
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        if op is Op.DIV and dtype not in dtypes.FLOATS:
+            dtype = "float32"
+        if op in (Op.AND, Op.OR):
+            a, b, dtype = self.cast(a, "bool"), self.cast(b, "bool"), "bool"
+        else:
+            a, b = self.cast(a, dtype), self.cast(b, dtype)
+        return self.add(op, "bool" if op in PREDICATE else dtype, shape, [a, b])
+
+    def where(self, cond: Any, a: Any, b: Any) -> Tracer:
+        cond = self.cast(self.lift(cond), "bool")
+        if not isinstance(a, Tracer) and not isinstance(b, Tracer):
+            a = self.lift(a, "float32")
+        a = self.lift(a, b.dtype if isinstance(b, Tracer) else None)
+        b = self.lift(b, a.dtype)
+        try:
+            shape = broadcast_shapes(cond.shape, a.shape, b.shape)
+        except GraphError as e:
+            raise TraceError(f"where: {e} at {user_line()}") from None
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        return self.add(Op.WHERE, dtype, shape, [cond, self.cast(a, dtype), self.cast(b, dtype)])
+
+    def cast(self, x: Tracer, dtype: str) -> Tracer:
+        if x.dtype == dtype:
+            return x
+        return self.add(Op.CAST, dtype, x.shape, [x], {"dtype": dtype})
+
+    def axes(self, x: Tracer, axis: Any) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(x.ndim))
+        axis_list = [axis] if isinstance(axis, int) else list(axis)
+        out = []
+        for a in axis_list:
+            if not isinstance(a, int) or not -x.ndim <= a < max(x.ndim, 1):
+                raise TraceError(f"axis {a} is out of range for an array of shape {list(x.shape)} "
+                                 f"at {user_line()}")
+            out.append(a % x.ndim)
+        if len(set(out)) != len(out):
+            raise TraceError(f"repeated axis in {axis} at {user_line()}")
+        return tuple(sorted(out))
+
+    def reduce(self, op: Op, x: Any, axis: Any = None, keepdims: bool = False, **extra) -> Tracer:
+        x = self.lift(x, "float32")
+        axes = self.axes(x, axis)
+        dtype = x.dtype
+        if op in (Op.MEAN, Op.VAR, Op.STD, Op.LOGSUMEXP) and dtype not in dtypes.FLOATS:
+            dtype = "float32"
+        if op is Op.SUM and dtype == "bool":
+            dtype = "int32"
+        attrs = {"axes": axes, "keepdims": bool(keepdims), **extra}
+        return self.add(op, dtype, reduced_shape(x.shape, axes, bool(keepdims)), [x], attrs)
+
+    def reshape(self, x: Tracer, shape: Sequence[int]) -> Tracer:
+        shape = [int(d) for d in shape]
+        if shape.count(-1) > 1:
+            raise TraceError(f"reshape to {shape}: at most one -1 at {user_line()}")
+        if -1 in shape:
+            known = math.prod(d for d in shape if d != -1)
+            shape[shape.index(-1)] = x.size // known if known else 0
+        if math.prod(shape) != x.size:
+            raise TraceError(f"cannot reshape {list(x.shape)} to {shape} at {user_line()}")
+        if tuple(shape) == x.shape:
+            return x
+        return self.add(Op.RESHAPE, x.dtype, shape, [x], {"shape": tuple(shape)})
+
+    def transpose(self, x: Tracer, perm: Sequence[int] | None = None) -> Tracer:
+        perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(p % x.ndim for p in perm)
+        if sorted(perm) != list(range(x.ndim)):
+            raise TraceError(f"transpose axes {list(perm)} are not a permutation at {user_line()}")
+        if perm == tuple(range(x.ndim)):
+            return x
+        return self.add(Op.TRANSPOSE, x.dtype, [x.shape[p] for p in perm], [x], {"perm": perm})
+
+
+def _weak_dtype(kind: str, like: str | None) -> str:
+    if like is None:
+        return kind
+    if like in dtypes.FLOATS:
+        return like
+    if kind == "float32":
+        return "float32"
+    return like if (like, kind) != ("bool", "int32") else "int32"
+
+
+def _is_numpy_scalar(x: Any) -> bool:
+    return type(x).__module__ == "numpy" and getattr(x, "shape", None) == ()
+
+
+class Namespace:
+    """Stands in for `mlx.core` while a function is traced: one rule per supported MLX function."""
+
+    def __init__(self, ctx: _Context):
+        self._ctx = ctx
+        for name, op in UNARY_FUNCTIONS.items():
+            setattr(self, name, lambda x, *, stream=None, _op=op: ctx.unary(_op, x))
+        for name, op in BINARY_FUNCTIONS.items():
+            setattr(self, name, lambda a, b, *, stream=None, _op=op: ctx.binary(_op, a, b))
+        for name, op in REDUCE_FUNCTIONS.items():
+            setattr(self, name, lambda x, axis=None, keepdims=False, *, stream=None, _op=op:
+                    ctx.reduce(_op, x, axis, keepdims))
+        for name in dtypes.DTYPES:
+            setattr(self, name, name)
+        for name, value in CONSTANTS.items():
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str):
+        raise TraceError(f"mx.{name} is not supported by the tracer at {user_line()}")
+
+    def where(self, cond, x, y, *, stream=None):
+        return self._ctx.where(cond, x, y)
+
+    def var(self, x, axis=None, keepdims=False, ddof=0, *, stream=None):
+        return self._ctx.reduce(Op.VAR, x, axis, keepdims, ddof=int(ddof))
+
+    def std(self, x, axis=None, keepdims=False, ddof=0, *, stream=None):
+        return self._ctx.reduce(Op.STD, x, axis, keepdims, ddof=int(ddof))
+
+    def softmax(self, x, axis=None, *, precise=False, stream=None):
+        return self._softmax(Op.SOFTMAX, x, axis)
+
+    def _softmax(self, op: Op, x, axis):
+        x = self._ctx.lift(x, "float32")
+        axes = self._ctx.axes(x, axis)
+        dtype = x.dtype if x.dtype in dtypes.FLOATS else "float32"
+        return self._ctx.add(op, dtype, x.shape, [x], {"axes": axes})
+
+    def clip(self, x, a_min, a_max, *, stream=None):
+        if a_min is not None:
+            x = self._ctx.binary(Op.MAX, x, a_min)
+        if a_max is not None:
+            x = self._ctx.binary(Op.MIN, x, a_max)
+        return x
+
+    def astype(self, x, dtype, *, stream=None):
+        return self._ctx.cast(self._ctx.lift(x), _dtype_name(dtype))
+
+    def reshape(self, x, *shape, stream=None):
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return self._ctx.reshape(self._ctx.lift(x), shape)
+
+    def flatten(self, x, start_axis=0, end_axis=-1, *, stream=None):
+        x = self._ctx.lift(x)
+        if x.ndim == 0:
+            return self._ctx.reshape(x, (1,))
+        s, e = start_axis % x.ndim, end_axis % x.ndim
+        return self._ctx.reshape(x, x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
+
+    def transpose(self, x, *axes, stream=None):
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
+        return self._ctx.transpose(self._ctx.lift(x), axes)
+
+    def swapaxes(self, x, axis1, axis2, *, stream=None):
+        x = self._ctx.lift(x)
+        perm = list(range(x.ndim))
+        perm[axis1 % x.ndim], perm[axis2 % x.ndim] = perm[axis2 % x.ndim], perm[axis1 % x.ndim]
+        return self._ctx.transpose(x, perm)
+
+    def expand_dims(self, x, axis, *, stream=None):
+        x = self._ctx.lift(x)
+        axes = [axis] if isinstance(axis, int) else list(axis)
+        rank = x.ndim + len(axes)
+        axes = sorted(a % rank for a in axes)
+        shape = list(x.shape)
+        for a in axes:
+            shape.insert(a, 1)
+        return self._ctx.reshape(x, shape)
+
+    def squeeze(self, x, axis=None, *, stream=None):
+        x = self._ctx.lift(x)
+        axes = [i for i, d in enumerate(x.shape) if d == 1] if axis is None else self._ctx.axes(x, axis)
+        if any(x.shape[a] != 1 for a in axes):
+            raise TraceError(f"squeeze of an axis whose size is not 1 at {user_line()}")
+        return self._ctx.reshape(x, [d for i, d in enumerate(x.shape) if i not in axes])
+
+    def broadcast_to(self, x, shape, *, stream=None):
+        x = self._ctx.lift(x, "float32")
+        shape = tuple(int(d) for d in shape)
+        try:
+            if broadcast_shapes(x.shape, shape) != shape:
+                raise GraphError(f"shape {list(x.shape)} does not broadcast to {list(shape)}")
+        except GraphError as e:
+            raise TraceError(f"broadcast_to: {e} at {user_line()}") from None
+        if shape == x.shape:
+            return x
+        return self._ctx.add(Op.BROADCAST, x.dtype, shape, [x], {"shape": shape})
+
+    def array(self, value, dtype=None):
+        if isinstance(value, Tracer):
+            return value if dtype is None else self.astype(value, dtype)
+        if isinstance(value, (bool, int, float)):
+            kind = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+            return self._ctx.const(value, _dtype_name(dtype) if dtype is not None else kind)
+        raise TraceError(f"mx.array of a {type(value).__name__} is not supported at {user_line()}")
+
+
+# -- entry points ----------------------------------------------------------------------------------
+
+
+def bind_mx(fn: Callable, ns: Any) -> Callable:
+    """A copy of `fn` whose globals see the tracing namespace wherever they held `mlx.core`."""
+    import mlx.core as mx_real
+
+    new_globals = dict(fn.__globals__)
+    for key, value in fn.__globals__.items():
+        if value is mx_real:
+            new_globals[key] = ns
+        elif callable(value) and getattr(mx_real, key, None) is value:
+            new_globals[key] = getattr(ns, key)  # `from mlx.core import exp`
+    new_globals.setdefault("mx", ns)
+    bound = types.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, fn.__closure__)
+    bound.__kwdefaults__ = fn.__kwdefaults__
+    return bound
+
+
+def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: str | None = None) -> Graph:
+    """Run `fn` on tracer values for `inputs` (name, shape, dtype) and return its GraphIR."""
+    name = name or fn.__name__
+    ctx = _Context(name)
+    args = []
+    for index, (arg, shape, dtype) in enumerate(inputs):
+        node = ctx.builder.add(Op.INPUT, dtypes.check(dtype), tuple(int(d) for d in shape), (),
+                               {"name": arg, "index": index})
+        args.append(ctx.tracer(node))
+    traced = bind_mx(fn, ctx.ns)
+    try:
+        result = traced(*args)
+    except TraceError:
+        raise
+    except Exception as e:  # the user's code failed on tracer values
+        raise TraceError(f"{type(e).__name__}: {e} at {_failing_line(e)}") from e
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = []
+    for r in results:
+        if not isinstance(r, Tracer):
+            raise TraceError(f"the function returned a {type(r).__name__}, not an array "
+                             "computed from its inputs")
+        outputs.append(r.id)
+    return ctx.builder.build(outputs)
+
+
+def _failing_line(e: BaseException) -> str:
+    tb = e.__traceback__
+    last = None
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+            last = tb
+        tb = tb.tb_next
+    if last is None:
+        return "<unknown>"
+    fname, lineno = last.tb_frame.f_code.co_filename, last.tb_lineno
+    return f"{fname}:{lineno}: {linecache.getline(fname, lineno).strip()}"
+
+
+def function_from_source(source: str, filename: str) -> Callable:
+    """Exec spec source (with `mx` in scope) and return the one function it defines."""
+    import mlx.core as mx_real
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"mx": mx_real, "__name__": filename, "__builtins__": builtins}
+    exec(compile(source, filename, "exec"), namespace)
+    fns = [v for v in namespace.values()
+           if isinstance(v, types.FunctionType) and v.__code__.co_filename == filename]
+    if len(fns) != 1:
+        raise ValueError(f"defines {len(fns)} functions; exactly one is expected")
+    return fns[0]
