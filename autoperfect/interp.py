@@ -135,9 +135,11 @@ def apply(node: Node, args: Sequence[np.ndarray], mode: str) -> np.ndarray:
             return _finish(np.sqrt(var) if op is Op.STD else var, node, mode)
         if op is Op.LOGSUMEXP:
             return _finish(_stable_logsumexp(x, axes, keep), node, mode)
-        if op in (Op.SOFTMAX, Op.LOG_SOFTMAX):
-            lse = _stable_logsumexp(x, axes, True)
-            return _finish(x - lse if op is Op.LOG_SOFTMAX else np.exp(x - lse), node, mode)
+        if op is Op.LOG_SOFTMAX:
+            return _finish(x - _stable_logsumexp(x, axes, True), node, mode)
+        if op is Op.SOFTMAX:  # as MLX: exp(x - max) / sum, so a row holding +inf is all NaN
+            e = np.exp(x - np.max(x, axis=axes, keepdims=True))
+            return _finish(e / np.sum(e, axis=axes, keepdims=True), node, mode)
         if op is Op.RESHAPE:
             return np.reshape(args[0], node.shape)
         if op is Op.TRANSPOSE:

@@ -1,0 +1,149 @@
+"""The `cpu` backend: C source built by the system C compiler, run on the memory of MLX arrays.
+
+Builds are cached by a hash of (source, compiler, flags). A kernel runs on evaluated MLX inputs
+(numpy views of their buffers, no copy) and writes into outputs allocated by MLX.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..kernel_ir import KernelIR, Launch
+from .cfamily import CRenderer, Schedule
+
+NAME = "cpu"
+# -ffp-contract=off: no FMA behind the reference's back (exact ops must match bit for bit).
+# -fno-math-errno / -fno-trapping-math change no result; they let sqrtf and selects vectorize.
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno",
+         "-fno-trapping-math", "-fPIC", "-shared")
+SCHEDULES = (Schedule("block16k", block=16384), Schedule("block64k", block=65536))
+MATH_SCHEDULES = (Schedule("libm"), Schedule("libmvec", vector_math=True))
+
+
+class CpuRenderer(CRenderer):
+    pass
+
+
+def render(kernel: KernelIR, schedule: Schedule = SCHEDULES[0]) -> str:
+    return CpuRenderer(kernel, schedule).render()
+
+
+def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
+    """Variants worth trying: vector math where the kernel calls libm, else the block size of
+    elementwise kernels; row kernels have one schedule so far."""
+    if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
+        return MATH_SCHEDULES
+    return SCHEDULES if kernel.kind == "elementwise" else (Schedule("rows"),)
+
+
+@lru_cache(maxsize=1)
+def compiler() -> str:
+    cc = os.environ.get("CC", "gcc")
+    out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
+    return f"{cc}: {out.splitlines()[0]}"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("AUTOPERFECT_CACHE", Path.home() / ".cache" / "autoperfect")) / "build"
+
+
+@dataclass(frozen=True)
+class Build:
+    ok: bool
+    library: str | None
+    command: list[str]
+    log: str
+    seconds: float
+    cached: bool
+    key: str = field(default="")
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "library": self.library, "command": self.command, "log": self.log,
+                "seconds": round(self.seconds, 3), "cached": self.cached, "key": self.key}
+
+
+def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) -> Build:
+    """Compile `source` into a shared library, reusing an earlier build of the same source."""
+    cache_dir = Path(cache_dir or default_cache_dir())
+    cc = os.environ.get("CC", "gcc")
+    key = hashlib.sha256("\0".join([source, compiler(), *FLAGS]).encode()).hexdigest()[:24]
+    lib = cache_dir / f"{key}.so"
+    libs = ["-lmvec", "-lm"] if "omp declare simd" in source else ["-lm"]
+    command = [cc, *FLAGS, "-o", str(lib), str(cache_dir / f"{key}.c"), *libs]
+    if lib.exists():
+        return Build(True, str(lib), command, "", 0.0, True, key)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        src, out = Path(tmp) / f"{key}.c", Path(tmp) / f"{key}.so"
+        src.write_text(source)
+        cmd = [cc, *FLAGS, "-o", str(out), str(src), *libs]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
+        except subprocess.TimeoutExpired:
+            log, ok = f"compiler timed out after {timeout_s} s", False
+        seconds = time.perf_counter() - start
+        if ok:
+            shutil.copyfile(src, cache_dir / f"{key}.c")
+            os.replace(out, lib)  # atomic: a reader never sees a half-written library
+    return Build(ok, str(lib) if ok else None, command, log, seconds, False, key)
+
+
+# -- running on MLX arrays --------------------------------------------------------------------------
+
+
+def as_numpy(a) -> np.ndarray:
+    """A numpy view of an evaluated MLX array's buffer (bfloat16 viewed as uint16); no copy."""
+    import mlx.core as mx
+
+    if a.dtype == mx.bfloat16:
+        a = a.view(mx.uint16)
+    view = np.asarray(a)
+    return view if view.flags.c_contiguous else np.ascontiguousarray(view)
+
+
+class Kernel:
+    """A loaded kernel: call it with MLX arrays and a launch; get new MLX arrays back."""
+
+    def __init__(self, kernel: KernelIR, library: str):
+        self.k = kernel
+        self.lib = ctypes.CDLL(library)
+        self.fn = getattr(self.lib, kernel.name)
+        self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64),
+                            ctypes.POINTER(ctypes.c_int64)]
+        self.fn.restype = None
+
+    def __call__(self, inputs: Sequence, launch: Launch | None = None) -> list:
+        import mlx.core as mx
+
+        launch = launch or self.k.launch
+        mx.eval(*inputs)
+        outs = [mx.zeros(shape, dtype=dtypes.to_mlx(a.dtype))
+                for a, shape in zip(self.k.outputs, launch.out_shapes)]
+        mx.eval(*outs)
+        views = [as_numpy(x) for x in inputs] + [np.asarray(o.view(mx.uint16) if o.dtype == mx.bfloat16 else o)
+                                                 for o in outs]
+        self.run_numpy(views, launch)
+        return outs
+
+    def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
+        """Run on numpy buffers (inputs then outputs), e.g. poisoned outputs in the judge."""
+        ptrs = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
+        dims = (ctypes.c_int64 * len(launch.dims))(*launch.dims)
+        flat = [s for st in launch.strides for s in st] or [0]
+        strides = (ctypes.c_int64 * len(flat))(*flat)
+        self.fn(ptrs, dims, strides)

@@ -1,0 +1,274 @@
+"""The benchmark harness: interleaved timings, bootstrap intervals, allocator conditions.
+
+It knows nothing about ops. A contender is a zero-argument callable doing the whole user call (for
+MLX that includes `mx.eval`, so allocation and dispatch are paid). Contenders are timed in rounds,
+each round in a fresh random order, so drift (frequency, noisy neighbours) hits all of them alike,
+and a speedup is a ratio of samples taken in the same rounds, with a paired bootstrap interval.
+
+On Linux CPUs glibc hands large freed blocks back to the OS, so every fresh large output page-faults
+and allocation can cost more than the kernel (shared/notes/mlx.md). The allocator is fixed when a
+process starts, so `run_condition` measures in a child process started under one named condition,
+with every contender inside that same child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Iterator, TextIO
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2000
+STDERR_TAIL_CHARS = 4000
+
+ALLOCATOR_CONDITIONS: dict[str, dict[str, str]] = {
+    "warm": {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"},
+    "default": {},
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, repeats: int,
+                     seed: int) -> dict[str, list[float]]:
+    """Per-round samples in seconds: each round times every contender once, in a shuffled order."""
+    names = list(contenders)
+    rng = np.random.default_rng(seed)
+    for _ in range(warmup):
+        for name in names:
+            contenders[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for index in rng.permutation(len(names)):
+            name = names[index]
+            samples[name].append(_time_once(contenders[name]))
+    return samples
+
+
+def _time_once(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+
+def summarize(samples: list[float], seed: int) -> dict:
+    """Median with a bootstrap 95% interval: the median resists the outliers a shared machine makes."""
+    values = _as_samples(samples)
+    rng = np.random.default_rng(seed)
+    resampled = values[_bootstrap_indices(rng, len(values))]
+    medians = np.median(resampled, axis=1)
+    return {
+        "median_s": float(np.median(values)),
+        "ci95_s": _interval(medians),
+        "samples": int(len(values)),
+        "min_s": float(values.min()),
+    }
+
+
+def speedup(kernel: list[float], baseline: list[float], seed: int) -> dict:
+    """Baseline median over kernel median, with an interval from resampling whole rounds.
+
+    Samples at the same index were taken in the same round, so they are resampled together: the
+    pairing cancels what a round shared (a slow moment of the machine) instead of counting it twice.
+    """
+    kern, base = _as_samples(kernel), _as_samples(baseline)
+    if len(kern) != len(base):
+        raise ValueError(f"paired samples differ in length: kernel {len(kern)}, baseline {len(base)}")
+    rng = np.random.default_rng(seed)
+    rounds = _bootstrap_indices(rng, len(kern))
+    ratios = np.median(base[rounds], axis=1) / np.median(kern[rounds], axis=1)
+    return {"median": float(np.median(base) / np.median(kern)), "ci95": _interval(ratios)}
+
+
+def _as_samples(samples: list[float]) -> np.ndarray:
+    values = np.asarray(samples, dtype=np.float64)
+    if values.ndim != 1 or len(values) == 0:
+        raise ValueError("need a non-empty list of timings")
+    return values
+
+
+def _bootstrap_indices(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+
+
+def _interval(estimates: np.ndarray) -> list[float]:
+    lo, hi = np.percentile(estimates, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+
+
+def machine() -> dict:
+    """What a measurement was taken on; versions come from package metadata, importing nothing.
+
+    The load average is there because a busy machine lowers every figure: a reader can tell.
+    """
+    return {
+        "load_1m": os.getloadavg()[0],
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "mlx": _version("mlx"),
+        "numpy": _version("numpy"),
+        "torch": _version("torch"),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocator conditions
+
+
+def describe_condition(condition: str) -> str:
+    """The sentence a report prints next to figures measured under `condition`."""
+    variables = ALLOCATOR_CONDITIONS[condition]
+    if not variables:
+        return "default glibc allocator"
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(variables.items()))
+    return f"warm allocator: glibc keeps freed memory ({settings})"
+
+
+def condition_environment(condition: str) -> dict[str, str]:
+    """os.environ without any MALLOC_* setting, plus the condition's own, and this package importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.update(ALLOCATOR_CONDITIONS[condition])
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def run_condition(condition: str, target: str, payload: dict, timeout_s: float) -> dict:
+    """Call `target(payload)` ("package.module:function") in a child started under `condition`."""
+    if condition not in ALLOCATOR_CONDITIONS:
+        raise ValueError(f"unknown allocator condition {condition!r}; known: {sorted(ALLOCATOR_CONDITIONS)}")
+    command = [sys.executable, "-m", "autoperfect.bench", target, condition]
+    try:
+        child = subprocess.run(command, input=json.dumps(payload), capture_output=True, text=True,
+                               env=condition_environment(condition), timeout=timeout_s)
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"{target} under {condition!r} ran past {timeout_s} s; stderr tail:\n"
+                           f"{_tail(err.stderr)}") from err
+    if child.returncode != 0:
+        raise RuntimeError(f"{target} under {condition!r} exited with {child.returncode}; stderr tail:\n"
+                           f"{_tail(child.stderr)}")
+    try:
+        result = json.loads(child.stdout)
+    except json.JSONDecodeError:
+        result = None
+    if not isinstance(result, dict):
+        raise RuntimeError(f"{target} under {condition!r} replied with no JSON object; stderr tail:\n"
+                           f"{_tail(child.stderr)}")
+    result["condition"] = describe_condition(condition)
+    return result
+
+
+def _tail(text: str | bytes | None) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    return (text or "")[-STDERR_TAIL_CHARS:]
+
+
+def probe(payload: dict) -> dict:
+    """A target that echoes its payload and the MALLOC_* settings it sees: checks a condition arrives."""
+    malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
+    return {"payload": payload, "malloc_env": malloc}
+
+
+def _check_condition(condition: str) -> None:
+    """Refuse to measure when started by hand under an allocator other than the one named."""
+    seen = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
+    if seen != ALLOCATOR_CONDITIONS[condition]:
+        raise SystemExit(f"condition {condition!r} needs MALLOC_* = {ALLOCATOR_CONDITIONS[condition]}, "
+                         f"found {seen}; start it through autoperfect.bench.run_condition")
+
+
+def _resolve(target: str) -> Callable[[dict], dict]:
+    module_name, _, function_name = target.partition(":")
+    if not module_name or not function_name:
+        raise SystemExit(f"target must be 'package.module:function', got {target!r}")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+@contextlib.contextmanager
+def _reply_channel() -> Iterator[TextIO]:
+    """Keep stdout for the one JSON reply: anything else printed (by Python or C) goes to stderr."""
+    sys.stdout.flush()
+    reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    with reply:
+        yield reply
+
+
+def _child_main(argv: list[str]) -> None:
+    if len(argv) != 2 or argv[1] not in ALLOCATOR_CONDITIONS:
+        raise SystemExit(f"usage: python -m autoperfect.bench package.module:function "
+                         f"{{{','.join(ALLOCATOR_CONDITIONS)}}} < payload.json")
+    target, condition = argv
+    _check_condition(condition)
+    payload = json.load(sys.stdin)
+    with _reply_channel() as reply:
+        json.dump(_resolve(target)(payload), reply)
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomic binary outputs (text and JSON go through autoperfect.artifacts)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[str]:
+    """Yield a temporary path beside `path`; it replaces `path` only if the block succeeds.
+
+    For outputs another program writes by name (a compiler's library, matplotlib's PNG): readers
+    (Snakemake, the report, another job) then see the old file or the whole new one.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield temporary
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; an artifact is for everyone to read
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

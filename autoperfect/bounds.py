@@ -1,0 +1,168 @@
+"""Error bounds derived from the problem, not tuned: first-order forward error analysis.
+
+Every node gets its float64 value v and a bound e on how far a correct implementation in the node's
+dtype may be from v: the sources' errors carried through the op's derivative, plus the op's own
+rounding (u|v| for correctly rounded ops, k ulps for a function held to k ulps, n·u·Σ|x| for a sum
+of n terms in any order). Where the dtype overflows or a comparison sits within error of its
+threshold, the bound is infinite: the element can't be judged numerically and is counted as such.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes
+from .graph import Graph, Node
+from .interp import apply, const_array
+from .ops import PREDICATE, REDUCE, ULP_BOUND, Op
+
+INF = np.inf
+FMAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+DENORM_MIN = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
+
+
+def _ulps(op: Op, v: np.ndarray, u: float) -> np.ndarray:
+    """k ulps of v; one ulp is at most 2u|v|."""
+    return 2.0 * ULP_BOUND[op] * u * np.abs(v)
+
+
+def _positive_part(a, ea):
+    return np.maximum(np.abs(a) - ea, 0.0)
+
+
+def _elementwise(n: Node, args, errs, v, u) -> np.ndarray:
+    op = n.op
+    a = args[0]
+    ea = errs[0]
+    if op in (Op.ADD, Op.SUB):
+        return ea + errs[1] + u * np.abs(v)
+    if op is Op.MUL:
+        b, eb = args[1], errs[1]
+        return np.abs(a) * eb + np.abs(b) * ea + ea * eb + u * np.abs(v)
+    if op is Op.SQUARE:
+        return 2 * np.abs(a) * ea + ea * ea + u * np.abs(v)
+    if op in (Op.DIV, Op.RECIPROCAL):
+        b, eb = (args[1], errs[1]) if op is Op.DIV else (a, ea)
+        num_err = ea if op is Op.DIV else 0.0
+        room = np.abs(b) - eb
+        return np.where(room > 0, (num_err + np.abs(v) * eb) / np.where(room > 0, room, 1), INF) + u * np.abs(v)
+    if op in (Op.NEG, Op.ABS, Op.MAX, Op.MIN):
+        return np.maximum(ea, errs[1]) if len(errs) > 1 else ea
+    if op is Op.SQRT:
+        lo = np.maximum(a - ea, 0.0)
+        slope = np.where(lo > 0, ea / (np.sqrt(lo) + np.sqrt(np.maximum(a, 0.0)) + (lo == 0)), np.sqrt(ea))
+        return slope + u * np.abs(v)
+    if op is Op.RSQRT:
+        lo = a - ea
+        prop = np.where(lo > 0, 0.5 * ea * np.where(lo > 0, lo, 1) ** -1.5, INF)
+        return np.where(ea == 0, 0.0, prop) + _ulps(op, v, u)
+    if op is Op.EXP:
+        return np.abs(v) * np.expm1(ea) + _ulps(op, v, u)
+    if op is Op.EXPM1:
+        return np.exp(a + ea) * ea + _ulps(op, v, u)
+    if op in (Op.LOG, Op.LOG1P):
+        base = a if op is Op.LOG else 1.0 + a
+        lo = base - ea
+        prop = np.where(lo > 0, -np.log1p(-ea / np.where(base > 0, base, 1)), INF)
+        return np.where(ea == 0, 0.0, prop) + _ulps(op, v, u)
+    if op is Op.TANH:
+        return ea * (1 - np.tanh(_positive_part(a, ea)) ** 2) + _ulps(op, v, u)
+    if op is Op.SIGMOID:
+        return ea * 0.25 + _ulps(op, v, u)
+    if op is Op.ERF:
+        return ea * (2 / math.sqrt(math.pi)) + _ulps(op, v, u)
+    if op in (Op.SIN, Op.COS):
+        return ea + _ulps(op, v, u) + 2 * u  # |derivative| <= 1; results near 0 keep an absolute term
+    if op is Op.POW:
+        b, eb = args[1], errs[1]
+        lo = a - ea
+        rel = np.where(lo > 0, np.abs(b) * ea / np.where(lo > 0, lo, 1) + np.abs(np.log(np.abs(a) + (a == 0))) * eb, INF)
+        rel = np.where((ea == 0) & (eb == 0), 0.0, rel)
+        return np.abs(v) * np.expm1(rel) + _ulps(op, v, u)
+    if op in (Op.FLOOR, Op.CEIL, Op.SIGN):
+        jump = 2.0 if op is Op.SIGN else 1.0
+        return np.where(ea == 0, 0.0, jump + ea)
+    if op is Op.WHERE:
+        c, x, y = args
+        ec, ex, ey = errs
+        either = np.maximum(ex, ey) + np.abs(x - y)
+        return np.where(ec > 0, either, np.where(c, ex, ey))
+    raise NotImplementedError(f"no error rule for {op.value}")
+
+
+def _predicate(n: Node, args, errs) -> np.ndarray:
+    """0 where the boolean is certain, inf where the inputs' error could flip it."""
+    op = n.op
+    if op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE):
+        close = np.abs(args[0] - args[1]) <= errs[0] + errs[1]
+        return np.where(close & ((errs[0] + errs[1]) > 0), INF, 0.0)
+    if op in (Op.ISNAN, Op.ISINF):
+        return np.where(np.isfinite(errs[0]), 0.0, INF)
+    return np.maximum.reduce([np.broadcast_to(e, n.shape) for e in errs]).astype(np.float64)
+
+
+def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> np.ndarray:
+    axes, keep = n.attr("axes"), n.attr("keepdims")
+    count = math.prod(x.shape[a] for a in axes)
+    if n.op is Op.SUM:
+        # any summation order: |error| <= sum of carried errors + count*u*sum|x_i|
+        return np.sum(ex, axis=axes, keepdims=keep) + count * u * np.sum(np.abs(x), axis=axes, keepdims=keep)
+    if n.op is Op.PROD:
+        rel = np.sum(ex / np.where(x != 0, np.abs(x), 1), axis=axes, keepdims=keep) + count * u
+        return np.abs(v) * np.expm1(rel)
+    return np.max(ex, axis=axes, keepdims=keep)  # max/min: exact; carried error passes through
+
+
+def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Float64 values and error bounds of every node of a canonical graph.
+
+    Infinities and NaNs that float64 computes are exact (bound 0: a kernel must reproduce them),
+    unless the node's own dtype overflowed on the way, in which case the bound is NaN: anything goes.
+    """
+    vals: dict[int, np.ndarray] = {}
+    errs: dict[int, np.ndarray] = {}
+    unsure: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for n in graph.nodes:
+            if n.op in (Op.INPUT, Op.CONST):
+                v = np.asarray(inputs[n.attr("index")]) if n.op is Op.INPUT else const_array(n, "float64")
+                vals[n.id], errs[n.id] = v.astype(np.float64), np.zeros(n.shape)
+                unsure[n.id] = np.zeros(n.shape, bool)
+                continue
+            args = [vals[s].astype(np.float64) for s in n.srcs]
+            ea = [errs[s] for s in n.srcs]
+            v = apply(n, [vals[s] for s in n.srcs], "float64").astype(np.float64)
+            if n.op in PREDICATE or n.dtype == "bool":
+                e = _predicate(n, args, ea)
+            elif n.op is Op.CAST:
+                e = ea[0] + (dtypes.EPS[n.dtype] * np.abs(v) if n.dtype in dtypes.FLOATS else 0.0)
+                if n.dtype not in dtypes.FLOATS:
+                    e = np.where(ea[0] > 0, INF, 0.0)
+            elif n.op in REDUCE:
+                e = _reduce(n, args[0], ea[0], v, dtypes.EPS[n.dtype])
+            elif n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):
+                e = apply(n, [np.broadcast_to(ea[0], graph.nodes[n.srcs[0]].shape)], "float64")
+            else:
+                u = dtypes.EPS[n.dtype]
+                e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
+            flag = np.zeros(n.shape, bool)
+            for s in n.srcs:
+                flag = flag | _carried(unsure[s], graph.nodes[s], n)
+            if n.dtype in FMAX:
+                # past the dtype's largest finite value a correct kernel may hold inf
+                flag = flag | (np.isfinite(v) & (np.abs(v) + np.nan_to_num(e, nan=INF) > FMAX[n.dtype]))
+            e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
+            vals[n.id], unsure[n.id] = v, np.broadcast_to(flag, n.shape)
+            errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
+    return vals, errs
+
+
+def _carried(flag: np.ndarray, src: Node, n: Node) -> np.ndarray:
+    """A source's unsure elements, as seen by node n (reductions spread them over their row)."""
+    if n.op in REDUCE:
+        return np.any(flag, axis=n.attr("axes"), keepdims=n.attr("keepdims"))
+    if n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):
+        return apply(n, [np.broadcast_to(flag, src.shape)], "float64").astype(bool)
+    return flag

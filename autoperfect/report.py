@@ -1,0 +1,339 @@
+"""The report: tables and plots for people, built from the artifacts the other stages wrote.
+
+It never trusts the artifacts to be complete: a missing or malformed file becomes words in its row,
+and a kernel that failed validation shows no timing, even when a stale bench.json lies beside it.
+Bandwidth is recomputed from `bytes_moved` and the kernel's median, and set against the one ceiling
+printed at the top (results/roofline.json), so every figure in the report uses the same yardstick.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from matplotlib.figure import Figure
+
+from . import artifacts, bench, roofline
+
+BASELINE_ORDER = ("mlx_eager", "mlx_compile", "mlx_fast", "numpy", "torch_eager", "torch_compile")
+CONDITIONS = {  # condition -> (where bench.json keeps it, the table's title)
+    "warm": (None, "Freed memory kept by the allocator"),
+    "default": ("default_allocator", "Default glibc allocator"),
+}
+REASON_CHARS = 100
+NONE = "–"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One condition's measurements of one kernel, checked to have what the report shows."""
+    kernel: dict
+    baselines: dict[str, dict]
+    speedup: dict[str, dict]
+    condition: str
+    bytes_moved: int
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes_moved / self.kernel["median_s"] / 1e9
+
+
+@dataclass(frozen=True)
+class Row:
+    """One op x backend: its verdict and, per condition, its timing or why there is none."""
+    op: str
+    backend: str
+    verdict: str
+    timings: dict[str, Timing | str] = field(default_factory=dict)
+    machine: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.op}/{self.backend}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading artifacts
+
+
+def read_json(path: str) -> tuple[dict | None, str]:
+    """The file's object, or None and a few words saying what is wrong with it."""
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None, f"{name} missing"
+    except (OSError, ValueError) as err:
+        return None, f"{name} unreadable ({type(err).__name__})"
+    if not isinstance(data, dict):
+        return None, f"{name} is not a JSON object"
+    return data, ""
+
+
+def load_row(results_dir: str, op: str, backend: str) -> Row:
+    """Validation first: only a passed kernel's bench.json is read at all."""
+    where = os.path.join(results_dir, op, backend)
+    validation, problem = read_json(os.path.join(where, "validation.json"))
+    if validation is None:
+        return Row(op, backend, problem)
+    if validation.get("passed") is not True:
+        return Row(op, backend, f"FAILED: {shorten(str(validation.get('reason', 'no reason given')))}")
+    measured, problem = read_json(os.path.join(where, "bench.json"))
+    if measured is None:
+        return Row(op, backend, f"passed; {problem}")
+    machine = measured.get("machine") if isinstance(measured.get("machine"), dict) else None
+    return Row(op, backend, "passed", {c: _timing(measured, c) for c in CONDITIONS}, machine)
+
+
+def load_ceiling(results_dir: str) -> tuple[dict | None, str]:
+    """results/roofline.json if it has the figures the report prints, else None and why not."""
+    ceiling, problem = read_json(os.path.join(results_dir, "roofline.json"))
+    if ceiling is None:
+        return None, problem
+    for key in ("copy_gbps", "triad_gbps", "fma_gflops", "bandwidth_gbps"):
+        if not isinstance(ceiling.get(key), (int, float)) or not ceiling[key] > 0:
+            return None, f"roofline.json malformed ({key} is {ceiling.get(key)!r})"
+    return ceiling, ""
+
+
+def _timing(measured: dict, condition: str) -> Timing | str:
+    key = CONDITIONS[condition][0]
+    section = measured if key is None else measured.get(key)
+    if not isinstance(section, dict):
+        return f"no {key} in bench.json"
+    try:
+        return Timing(kernel=_checked(section["kernel"], "median_s", "ci95_s"),
+                      baselines={name: _checked(s, "median_s", "ci95_s")
+                                 for name, s in section.get("baselines", {}).items()},
+                      speedup={name: _checked(s, "median", "ci95")
+                               for name, s in section.get("speedup", {}).items()},
+                      condition=str(section.get("condition", "condition not recorded")),
+                      bytes_moved=int(measured["bytes_moved"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        return f"bench.json malformed ({type(err).__name__}: {err})"
+
+
+def _checked(stats: dict, median_key: str, ci_key: str) -> dict:
+    """A {median, interval} record whose numbers the report can print; ValueError otherwise."""
+    median = stats.get(median_key) if isinstance(stats, dict) else None
+    if not _is_number(median) or not median > 0:
+        raise ValueError(f"{median_key} is {median!r}")
+    ci = stats.get(ci_key)
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_is_number, ci))):
+        raise ValueError(f"{ci_key} is {ci!r}")
+    return stats
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def shorten(text: str, limit: int = REASON_CHARS) -> str:
+    """One line, at most `limit` characters: a table cell, not the whole diagnosis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def _ms(stats: dict) -> str:
+    median = f"{stats['median_s'] * 1e3:.3g}"
+    ci = stats.get("ci95_s")
+    return f"{median} [{ci[0] * 1e3:.3g}, {ci[1] * 1e3:.3g}]" if ci else median
+
+
+def _ratio(speedup: dict | None) -> str:
+    if not speedup:
+        return NONE
+    ci = speedup.get("ci95")
+    median = f"{speedup['median']:.2f}x"
+    return f"{median} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else median
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table_row(cells: list[str]) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def baseline_names(rows: list[Row]) -> list[str]:
+    """Every baseline some row has: the usual ones in a fixed order, any others after them."""
+    seen = {name for row in rows for t in row.timings.values() if isinstance(t, Timing)
+            for name in t.baselines}
+    return [n for n in BASELINE_ORDER if n in seen] + sorted(seen.difference(BASELINE_ORDER))
+
+
+def _timing_cells(timing: Timing, baselines: list[str], ceiling: dict | None) -> list[str]:
+    cells = [_ms(timing.kernel)]
+    for name in baselines:
+        stats = timing.baselines.get(name)
+        ratio = _ratio(timing.speedup.get(name))
+        cells.append(f"{stats['median_s'] * 1e3:.3g} ms, {ratio}" if stats else NONE)
+    cells.append(f"{timing.gbps:.1f}")
+    if ceiling:
+        share = roofline.fraction(timing.bytes_moved, timing.kernel["median_s"], ceiling)
+        cells.append(f"{100 * share:.0f}%")
+    else:
+        cells.append(NONE)
+    return cells
+
+
+def _table(rows: list[Row], condition: str, baselines: list[str], ceiling: dict | None) -> list[str]:
+    header = ["op", "backend", "verdict", "kernel ms [95% CI]",
+              *(f"{name}: median ms, speedup [95% CI]" for name in baselines), "GB/s", "% of stream BW"]
+    lines = [_table_row(header), _table_row(["---"] * len(header))]
+    for row in rows:
+        timing = row.timings.get(condition)
+        if isinstance(timing, Timing):
+            cells = [row.verdict, *_timing_cells(timing, baselines, ceiling)]
+        else:
+            verdict = f"{row.verdict}; {timing}" if timing else row.verdict
+            cells = [verdict, *[NONE] * (len(header) - 3)]
+        lines.append(_table_row([row.op, row.backend, *cells]))
+    return lines
+
+
+def _condition_sentence(rows: list[Row], condition: str) -> str:
+    stated = sorted({t.condition for row in rows if isinstance(t := row.timings.get(condition), Timing)})
+    if not stated:
+        return "No kernel has timings under this condition."
+    return "Measured under: " + "; ".join(stated) + "."
+
+
+def _machine_line(machine: dict | None) -> str:
+    if not machine:
+        return "Machine: not recorded."
+    versions = ", ".join(f"{k} {machine[k]}" for k in ("python", "mlx", "numpy", "torch") if machine.get(k))
+    return (f"Machine: {machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('platform')}; "
+            f"{versions}.")
+
+
+def _roofline_line(ceiling: dict | None, problem: str) -> str:
+    if not ceiling:
+        return f"Roofline: {problem}; fractions of the roofline are not shown."
+    return (f"Roofline (measured {ceiling.get('measured_at')}, {ceiling.get('threads')} threads, "
+            f"{ceiling.get('compiler')}): stream copy {ceiling['copy_gbps']:.1f} GB/s, "
+            f"triad {ceiling['triad_gbps']:.1f} GB/s, FMA {ceiling['fma_gflops']:.0f} GFLOP/s.")
+
+
+def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_links: dict[str, str]) -> str:
+    """The whole markdown page."""
+    baselines = baseline_names(rows)
+    lines = ["# Auto-Perfect report", "",
+             _machine_line(ceiling.get("machine") if ceiling else _first_machine(rows)), "",
+             _roofline_line(ceiling, ceiling_problem), "",
+             "Times are medians over interleaved rounds after warm-up, including allocation and dispatch; "
+             "a speedup is a baseline's median over the kernel's, with a paired bootstrap 95% interval. "
+             "GB/s is the op's ideal traffic (`bytes_moved`) over the kernel's median. "
+             "A kernel that failed validation has no timings.", ""]
+    for condition, (_, title) in CONDITIONS.items():
+        lines += [f"## {title}", "", _condition_sentence(rows, condition), "",
+                  *_table(rows, condition, baselines, ceiling), ""]
+    lines += ["## Plots", ""]
+    lines += [f"![{name}]({link})" for name, link in plot_links.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _first_machine(rows: list[Row]) -> dict | None:
+    """Without a roofline, the machine is taken from the first bench.json that records one."""
+    return next((row.machine for row in rows if row.machine), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plots
+
+
+def _save(figure: Figure, path: str) -> None:
+    with bench.atomic_output(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight")
+
+
+def _empty_note(axes, rows_shown: int) -> None:
+    if rows_shown == 0:
+        axes.text(0.5, 0.5, "no passing kernel with timings", ha="center", va="center",
+                  transform=axes.transAxes)
+
+
+def _speedup_points(timings: list[Timing], baseline: str) -> tuple[list[int], list[float], list]:
+    """Positions, medians and (below, above) error lengths of the kernels timed against `baseline`."""
+    xs, ys, errors = [], [], [[], []]
+    for i, timing in enumerate(timings):
+        s = timing.speedup.get(baseline)
+        if not s:
+            continue
+        lo, hi = s.get("ci95", [s["median"], s["median"]])
+        xs.append(i)
+        ys.append(s["median"])
+        errors[0].append(s["median"] - lo)
+        errors[1].append(hi - s["median"])
+    return xs, ys, errors
+
+
+def speedup_plot(rows: list[Row], path: str) -> None:
+    """Speedup over each baseline, per kernel, on a log axis (2x and 0.5x look equally far from 1)."""
+    timed = [(row.label, t) for row in rows if isinstance(t := row.timings.get("warm"), Timing)]
+    baselines = baseline_names(rows)
+    figure = Figure(figsize=(max(6.0, 1.2 * len(timed) + 3), 4.5))
+    axes = figure.add_subplot()
+    width = 0.8 / max(1, len(baselines))
+    for b, name in enumerate(baselines):
+        xs, ys, errors = _speedup_points([t for _, t in timed], name)
+        axes.errorbar([x - 0.4 + width * (b + 0.5) for x in xs], ys, yerr=errors, fmt="o", capsize=3,
+                      label=name)
+    axes.axhline(1.0, color="gray", linewidth=1)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(timed)), [label for label, _ in timed], rotation=30, ha="right")
+    axes.set_ylabel("speedup (baseline median / kernel median)")
+    axes.set_title("Speedup with 95% CI, freed memory kept")
+    _empty_note(axes, len(timed))
+    if baselines and timed:
+        axes.legend(fontsize="small")
+    _save(figure, path)
+
+
+def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
+    """Achieved GB/s per kernel under both allocator conditions, against the measured stream line."""
+    labels = [row.label for row in rows if any(isinstance(t, Timing) for t in row.timings.values())]
+    figure = Figure(figsize=(max(6.0, 1.0 * len(labels) + 3), 4.5))
+    axes = figure.add_subplot()
+    for c, condition in enumerate(CONDITIONS):
+        gbps = [t.gbps if isinstance(t := row.timings.get(condition), Timing) else math.nan
+                for row in rows if row.label in labels]
+        axes.bar([i - 0.2 + 0.4 * c for i in range(len(labels))], gbps, width=0.4,
+                 label=CONDITIONS[condition][1].lower())
+    if ceiling:
+        axes.axhline(ceiling["bandwidth_gbps"], color="red", linestyle="--",
+                     label=f"stream bandwidth {ceiling['bandwidth_gbps']:.1f} GB/s")
+    axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    axes.set_ylabel("achieved GB/s (bytes_moved / median)")
+    axes.set_title("Achieved bandwidth against the measured roofline")
+    _empty_note(axes, len(labels))
+    if labels or ceiling:
+        axes.legend(fontsize="small")
+    _save(figure, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry
+
+
+def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: str,
+                 plots_dir: str) -> None:
+    """Write `out_md` and its plots (speedup.png, roofline.png in `plots_dir`) from the artifacts."""
+    rows = [load_row(results_dir, op, backend) for op in ops for backend in backends]
+    ceiling, ceiling_problem = load_ceiling(results_dir)
+    plots = {"speedup": os.path.join(plots_dir, "speedup.png"),
+             "roofline": os.path.join(plots_dir, "roofline.png")}
+    speedup_plot(rows, plots["speedup"])
+    bandwidth_plot(rows, ceiling, plots["roofline"])
+    md_dir = os.path.dirname(os.path.abspath(out_md))
+    links = {name: os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
+             for name, p in plots.items()}
+    artifacts.write_text(out_md, render(rows, ceiling, ceiling_problem, links))

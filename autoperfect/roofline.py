@@ -1,0 +1,253 @@
+"""This machine's ceilings, measured with kernels the project emits, compiles and calls itself.
+
+A speedup over a slow baseline says little; a kernel is judged by its fraction of what the machine
+can do. The ceilings are a stream copy and triad (memory bandwidth) and an FMA loop with enough
+independent chains to fill the FMA pipes (compute peak), each an OpenMP loop over all cores built by
+the system C compiler with the flags generated CPU kernels get, and called through ctypes.
+
+Bandwidth counts moved bytes only (copy reads one array and writes one, triad reads two and writes
+one); write-allocate traffic is not counted, the same way a kernel's `bytes_moved` is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import hashlib
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+import numpy as np
+
+from . import artifacts, bench
+
+COMPILER = "gcc"
+FLAGS = ["-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC"]
+DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "autoperfect", "roofline")
+FMA_CHAINS = 16
+BYTES_PER_ELEMENT = {"copy": 2 * 4, "triad": 3 * 4}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How hard to measure: array sizes (float32 elements per array) and repeats."""
+    sizes: tuple[int, ...]
+    stream_repeats: int
+    fma_seconds: float
+    fma_repeats: int
+
+
+# Arrays of 128 MB and 256 MB, far beyond the caches; best of many repeats, because a shared VM's
+# bandwidth drifts by tens of percent from one moment to the next and the ceiling is the best moment.
+FULL = Plan(sizes=(32 << 20, 64 << 20), stream_repeats=20, fma_seconds=0.05, fma_repeats=7)
+QUICK = Plan(sizes=(16 << 20,), stream_repeats=3, fma_seconds=0.01, fma_repeats=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Emitted kernels
+
+
+def copy_source() -> str:
+    return """\
+/* Stream copy: reads a, writes b; 2 x 4 bytes moved per element. */
+void stream_copy(const float *restrict a, float *restrict b, long n)
+{
+    #pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        b[i] = a[i];
+}
+"""
+
+
+def triad_source() -> str:
+    return """\
+/* Stream triad: reads b and c, writes a; 3 x 4 bytes moved per element. */
+void stream_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, long n)
+{
+    #pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+"""
+
+
+def fma_source(chains: int = FMA_CHAINS) -> str:
+    """Independent accumulator chains of the widest vector the target has, so the FMA pipes never
+    wait on a latency; x and y arrive as arguments so the compiler cannot fold the loop away."""
+    return f"#define CHAINS {chains}\n" + """\
+#include <omp.h>
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define VECTOR_BYTES 32
+#else
+#define VECTOR_BYTES 16
+#endif
+#define LANES (VECTOR_BYTES / 4)
+typedef float vec __attribute__((vector_size(VECTOR_BYTES)));
+
+int fma_lanes(void) { return LANES; }
+
+/* Each thread runs CHAINS x LANES fused multiply-adds per iteration; returns a checksum. */
+double fma_peak(long iters, float x, float y, int *threads)
+{
+    double total = 0.0;
+    #pragma omp parallel reduction(+:total)
+    {
+        vec vx = (vec){0} + x, vy = (vec){0} + y, acc[CHAINS];
+        for (int c = 0; c < CHAINS; c++)
+            acc[c] = vy * (float)(c + 1);
+        for (long it = 0; it < iters; it++)
+            for (int c = 0; c < CHAINS; c++)
+                acc[c] = acc[c] * vx + vy;
+        for (int c = 0; c < CHAINS; c++)
+            for (int l = 0; l < LANES; l++)
+                total += acc[c][l];
+        #pragma omp single
+        *threads = omp_get_num_threads();
+    }
+    return total;
+}
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version() -> str:
+    out = subprocess.run([COMPILER, "--version"], capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[0].strip()
+
+
+def build(source: str, cache_dir: str) -> str:
+    """Compile `source` to a shared library once; later calls find it by content.
+
+    The key covers the compiler and the CPU as well as source and flags: `-march=native` code built
+    on one machine may not run on another that shares the home directory.
+    """
+    material = "\0".join([source, *FLAGS, compiler_version(), bench.machine()["cpu"]])
+    stem = os.path.join(cache_dir, hashlib.sha256(material.encode()).hexdigest()[:24])
+    library = stem + ".so"
+    if not os.path.exists(library):
+        artifacts.write_text(stem + ".c", source)
+        with bench.atomic_output(library) as temporary:
+            _compile(stem + ".c", temporary)
+    return library
+
+
+def _compile(c_path: str, out_path: str) -> None:
+    command = [COMPILER, *FLAGS, c_path, "-o", out_path]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The emitted kernels, loaded and typed for ctypes."""
+    copy: Callable[..., None]
+    triad: Callable[..., None]
+    fma: Callable[..., float]
+    lanes: int
+
+
+def load_kernels(cache_dir: str) -> Kernels:
+    copy = ctypes.CDLL(build(copy_source(), cache_dir)).stream_copy
+    copy.argtypes, copy.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long], None
+    triad = ctypes.CDLL(build(triad_source(), cache_dir)).stream_triad
+    triad.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_long]
+    triad.restype = None
+    fma_lib = ctypes.CDLL(build(fma_source(), cache_dir))
+    fma = fma_lib.fma_peak
+    fma.argtypes = [ctypes.c_long, ctypes.c_float, ctypes.c_float, ctypes.POINTER(ctypes.c_int)]
+    fma.restype = ctypes.c_double
+    return Kernels(copy=copy, triad=triad, fma=fma, lanes=fma_lib.fma_lanes())
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def _best_time(call, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
+    """Best copy and triad bandwidth at `n` elements per array, copy and triad alternating."""
+    a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
+    calls = {
+        "copy": lambda: kernels.copy(a.ctypes.data, b.ctypes.data, n),
+        "triad": lambda: kernels.triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n),
+    }
+    samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
+    return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
+                              for name, times in samples.items()}}
+
+
+def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
+    """FMA peak in GFLOP/s (an FMA counts 2), from runs of at least `seconds` each."""
+    threads = ctypes.c_int(0)
+
+    def timed(iters: int, times: int = 1) -> float:
+        return _best_time(lambda: kernels.fma(iters, 0.999999, 1e-6, ctypes.byref(threads)), times)
+
+    iters = 1 << 12  # doubled until one run takes `seconds`: short runs time the scheduler, not the FMAs
+    while timed(iters) < seconds:
+        iters *= 2
+    best = timed(iters, repeats)
+    flops = 2 * FMA_CHAINS * kernels.lanes * threads.value * iters
+    return {"fma_gflops": flops / best / 1e9, "threads": threads.value, "fma_vector_lanes": kernels.lanes}
+
+
+def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
+    """The roofline record: best stream bandwidth over the sizes and the FMA peak, with provenance."""
+    plan = QUICK if quick else FULL
+    kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
+    by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in plan.sizes]
+    copy = max(s["copy_gbps"] for s in by_size)
+    triad = max(s["triad_gbps"] for s in by_size)
+    return {
+        "copy_gbps": copy,
+        "triad_gbps": triad,
+        "bandwidth_gbps": max(copy, triad),
+        "by_size": by_size,
+        **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
+        "sizes": list(plan.sizes),
+        "compiler": compiler_version(),
+        "flags": list(FLAGS),
+        "machine": bench.machine(),
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def fraction(bytes_moved: int, seconds: float, roofline: dict) -> float:
+    """Achieved bandwidth over the measured stream bandwidth."""
+    return (bytes_moved / seconds) / (roofline["bandwidth_gbps"] * 1e9)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Measure this machine's roofline; write it as JSON.")
+    parser.add_argument("out", help="path of the JSON file to write")
+    parser.add_argument("--quick", action="store_true", help="one smaller size, fewer repeats")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="where compiled kernels are kept")
+    args = parser.parse_args(argv)
+    result = measure(quick=args.quick, cache_dir=args.cache_dir)
+    artifacts.write_json(args.out, result)
+    print(f"copy {result['copy_gbps']:.1f} GB/s, triad {result['triad_gbps']:.1f} GB/s, "
+          f"FMA {result['fma_gflops']:.0f} GFLOP/s on {result['threads']} threads -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

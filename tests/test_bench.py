@@ -1,0 +1,112 @@
+"""The benchmark harness: interleaving, bootstrap statistics, allocator conditions in a child."""
+
+import os
+
+import numpy as np
+import pytest
+
+from autoperfect import bench
+
+
+def _noisy(payload):
+    """A child target that prints on both Python's and C's stdout before answering."""
+    print("chatter from python")
+    os.write(1, b"chatter from a C library\n")
+    return {"echo": payload}
+
+
+def _logging_contenders(log):
+    return {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c")}
+
+
+def test_every_contender_gets_one_sample_per_round_in_shuffled_orders():
+    log = []
+    samples = bench.time_interleaved(_logging_contenders(log), warmup=2, repeats=40, seed=7)
+    assert {name: len(s) for name, s in samples.items()} == {"a": 40, "b": 40, "c": 40}
+    assert all(t >= 0 for s in samples.values() for t in s)
+    timed = log[2 * 3:]
+    rounds = [tuple(timed[i:i + 3]) for i in range(0, len(timed), 3)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert len(set(rounds)) > 1, "the order must change between rounds"
+
+
+def test_interleaving_order_is_fixed_by_the_seed():
+    first, second = [], []
+    bench.time_interleaved(_logging_contenders(first), warmup=0, repeats=10, seed=3)
+    bench.time_interleaved(_logging_contenders(second), warmup=0, repeats=10, seed=3)
+    assert first == second
+
+
+def test_summarize_gives_the_median_inside_its_interval():
+    samples = list(np.random.default_rng(0).normal(0.010, 0.001, size=31))
+    summary = bench.summarize(samples, seed=1)
+    assert summary["median_s"] == pytest.approx(float(np.median(samples)))
+    lo, hi = summary["ci95_s"]
+    assert lo <= summary["median_s"] <= hi
+    assert summary["samples"] == 31
+    assert summary["min_s"] == min(samples)
+    assert bench.summarize(samples, seed=1) == summary
+
+
+def test_speedup_of_a_known_2x_ratio_has_2_in_its_interval():
+    rng = np.random.default_rng(5)
+    kernel = rng.uniform(0.009, 0.011, size=25)
+    drift = rng.uniform(0.95, 1.05, size=25)  # what a round shares hits both alike
+    result = bench.speedup(list(kernel * drift), list(2 * kernel * drift), seed=2)
+    assert result["median"] == pytest.approx(2.0, rel=0.05)
+    lo, hi = result["ci95"]
+    assert lo <= 2.0 <= hi
+
+
+def test_speedup_refuses_unpaired_samples():
+    with pytest.raises(ValueError, match="differ in length"):
+        bench.speedup([1.0, 1.0], [2.0], seed=0)
+
+
+def test_machine_names_cpu_cores_and_versions():
+    info = bench.machine()
+    assert info["cores"] == os.cpu_count()
+    assert info["cpu"] and info["platform"] and info["python"]
+    assert info["numpy"] == np.__version__
+    assert "torch" in info
+
+
+def test_run_condition_round_trips_and_sets_malloc_only_when_warm(monkeypatch):
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "1")  # the parent's own MALLOC_* must not leak through
+    payload = {"op": "chain", "sizes": [1, 2, 3]}
+    warm = bench.run_condition("warm", "autoperfect.bench:probe", payload, timeout_s=60)
+    default = bench.run_condition("default", "autoperfect.bench:probe", payload, timeout_s=60)
+    assert warm["payload"] == payload and default["payload"] == payload
+    assert warm["malloc_env"] == bench.ALLOCATOR_CONDITIONS["warm"]
+    assert default["malloc_env"] == {}
+    assert warm["condition"].startswith("warm allocator") and "MALLOC_MMAP_THRESHOLD_" in warm["condition"]
+    assert default["condition"] == "default glibc allocator"
+
+
+def test_run_condition_keeps_stdout_for_the_reply():
+    result = bench.run_condition("default", "tests.test_bench:_noisy", {"x": 1}, timeout_s=60)
+    assert result["echo"] == {"x": 1}
+
+
+def test_a_failing_child_raises_with_its_stderr():
+    with pytest.raises(RuntimeError, match="no_such_function"):
+        bench.run_condition("default", "autoperfect.bench:no_such_function", {}, timeout_s=60)
+
+
+def test_unknown_condition_is_refused():
+    with pytest.raises(ValueError, match="unknown allocator condition"):
+        bench.run_condition("cold", "autoperfect.bench:probe", {}, timeout_s=60)
+
+
+def test_atomic_output_keeps_the_old_file_when_writing_fails(tmp_path):
+    path = tmp_path / "plot.png"
+    with bench.atomic_output(str(path)) as temporary:
+        with open(temporary, "wb") as f:
+            f.write(b"whole")
+    with pytest.raises(OSError):
+        with bench.atomic_output(str(path)) as temporary:
+            with open(temporary, "wb") as f:
+                f.write(b"half")
+            raise OSError("disk full")
+    assert path.read_bytes() == b"whole"
+    assert os.listdir(tmp_path) == ["plot.png"]

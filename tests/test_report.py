@@ -1,0 +1,115 @@
+"""The report: built from fixture artifacts; failures show their reason and never a timing."""
+
+import json
+
+import pytest
+
+from autoperfect import report
+
+REASON = "element 17 of out (input class: subnormals): expected 1.5 got 2.0"
+WARM = "warm allocator: glibc keeps freed memory (MALLOC_MMAP_THRESHOLD_=1073741824)"
+
+
+def _stats(median_s):
+    return {"median_s": median_s, "ci95_s": [0.9 * median_s, 1.1 * median_s], "samples": 21,
+            "min_s": 0.8 * median_s}
+
+
+def _section(kernel_s, condition):
+    baselines = {"mlx_eager": _stats(0.024), "mlx_compile": _stats(0.0103), "numpy": _stats(0.025)}
+    speedup = {name: {"median": s["median_s"] / kernel_s, "ci95": [0.9 * s["median_s"] / kernel_s,
+                                                                    1.1 * s["median_s"] / kernel_s]}
+               for name, s in baselines.items()}
+    return {"kernel": _stats(kernel_s), "baselines": baselines, "speedup": speedup, "condition": condition}
+
+
+def _bench(kernel_s):
+    return {"op": "chain", "backend": "cpu", **_section(kernel_s, WARM), "bytes_moved": 4 * 4 * (1 << 24),
+            "achieved_gbps": 26.0, "roofline_fraction": 0.55,
+            "default_allocator": _section(0.0371, "default glibc allocator"),
+            "machine": {"cpu": "Test CPU", "cores": 2}, "measured_at": "2026-01-01T00:00:00+00:00"}
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def results(tmp_path):
+    root = tmp_path / "results"
+    _write(root / "roofline.json", {"copy_gbps": 45.9, "triad_gbps": 47.9, "bandwidth_gbps": 47.9,
+                                    "fma_gflops": 550.0, "threads": 2, "compiler": "gcc 12",
+                                    "measured_at": "2026-01-01T00:00:00+00:00",
+                                    "machine": {"cpu": "Test CPU", "cores": 2, "mlx": "0.32.4"}})
+    _write(root / "chain" / "cpu" / "validation.json", {"passed": True, "checks": []})
+    _write(root / "chain" / "cpu" / "bench.json", _bench(0.0097))
+    _write(root / "softmax" / "cpu" / "validation.json", {"passed": False, "reason": REASON})
+    _write(root / "softmax" / "cpu" / "bench.json", _bench(0.0654321))  # stale: must not be shown
+    return root
+
+
+def _build(results, ops=("chain", "softmax")):
+    out_md = results / "report.md"
+    report.build_report(str(results), list(ops), ["cpu"], str(out_md), str(results / "plots"))
+    return out_md.read_text()
+
+
+def _rows_of(markdown, op):
+    return [line for line in markdown.splitlines() if line.startswith(f"| {op} |")]
+
+
+def test_report_shows_the_passing_op_with_both_conditions(results):
+    markdown = _build(results)
+    chain = _rows_of(markdown, "chain")
+    assert len(chain) == 2
+    assert "9.7 [8.73, 10.7]" in chain[0] and "37.1" in chain[1]
+    assert "2.47x" in chain[0]  # mlx_eager 24 ms over the kernel's 9.7 ms
+    assert "45.9 GB/s" in markdown and "550 GFLOP/s" in markdown
+    assert f"Measured under: {WARM}." in markdown
+    assert "Measured under: default glibc allocator." in markdown
+
+
+def test_failing_op_shows_its_reason_and_no_timing(results):
+    markdown = _build(results)
+    softmax = _rows_of(markdown, "softmax")
+    assert softmax and all(REASON in line and "FAILED" in line for line in softmax)
+    assert "65.4" not in markdown and "GB/s" not in "".join(softmax)
+    assert all(cell.strip() == report.NONE for line in softmax for cell in line.split("|")[4:-1])
+
+
+def test_plots_exist_and_are_linked_relatively(results):
+    markdown = _build(results)
+    for name in ("speedup", "roofline"):
+        assert (results / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        assert f"![{name}](plots/{name}.png)" in markdown
+
+
+def test_missing_and_malformed_artifacts_become_words(results):
+    (results / "roofline.json").unlink()
+    _write(results / "gelu" / "cpu" / "validation.json", {"passed": True})
+    _write(results / "rmsnorm" / "cpu" / "validation.json", {"passed": True})
+    _write(results / "rmsnorm" / "cpu" / "bench.json", {"kernel": {}})
+    _write(results / "softmax" / "cpu" / "validation.json", {"passed": True})
+    broken = _bench(0.01)
+    broken["speedup"]["numpy"]["ci95"] = "wide"
+    _write(results / "softmax" / "cpu" / "bench.json", broken)
+    markdown = _build(results, ops=("chain", "gelu", "layernorm", "rmsnorm", "softmax"))
+    assert "roofline.json missing" in markdown
+    assert "passed; bench.json missing" in _rows_of(markdown, "gelu")[0]
+    assert "validation.json missing" in _rows_of(markdown, "layernorm")[0]
+    assert "bench.json malformed" in _rows_of(markdown, "rmsnorm")[0]
+    assert "ci95 is 'wide'" in _rows_of(markdown, "softmax")[0]
+    assert "Machine: Test CPU" in markdown
+
+
+def test_shorten_keeps_one_line_within_the_limit():
+    assert report.shorten("a\nb   c") == "a b c"
+    assert len(report.shorten("x" * 500)) == report.REASON_CHARS
+
+
+def test_an_empty_results_dir_still_gives_a_report_and_plots(tmp_path):
+    markdown = _build(tmp_path / "results", ops=("chain",))
+    assert "validation.json missing" in markdown and "roofline.json missing" in markdown
+    assert (tmp_path / "results" / "plots" / "speedup.png").exists()
+    assert (tmp_path / "results" / "plots" / "roofline.png").exists()

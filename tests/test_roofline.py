@@ -1,0 +1,57 @@
+"""The roofline: emitted kernels compile, measure positive ceilings, and fraction() agrees."""
+
+import json
+import os
+
+import pytest
+
+from autoperfect import roofline
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("roofline-cache"))
+
+
+@pytest.fixture(scope="module")
+def measured(cache_dir):
+    return roofline.measure(quick=True, cache_dir=cache_dir)
+
+
+def test_emitted_kernels_are_parallel_loops():
+    for source in (roofline.copy_source(), roofline.triad_source()):
+        assert "#pragma omp parallel for" in source
+    assert "#define CHAINS 16" in roofline.fma_source()
+
+
+def test_build_compiles_once_per_source(cache_dir):
+    first = roofline.build(roofline.copy_source(), cache_dir)
+    stamp = os.stat(first).st_mtime_ns
+    assert roofline.build(roofline.copy_source(), cache_dir) == first
+    assert os.stat(first).st_mtime_ns == stamp
+
+
+def test_quick_measure_returns_positive_ceilings(measured):
+    for key in ("copy_gbps", "triad_gbps", "bandwidth_gbps", "fma_gflops"):
+        assert measured[key] > 0
+    assert measured["bandwidth_gbps"] == max(measured["copy_gbps"], measured["triad_gbps"])
+    assert measured["sizes"] == [16 << 20]
+    assert measured["threads"] >= 1
+    assert measured["flags"] == roofline.FLAGS
+    assert measured["compiler"] and measured["machine"]["cores"] == os.cpu_count()
+
+
+def test_fraction_is_achieved_over_measured_bandwidth(measured):
+    bytes_moved = 3 * 4 * (1 << 24)
+    at_ceiling = bytes_moved / (measured["bandwidth_gbps"] * 1e9)
+    assert roofline.fraction(bytes_moved, at_ceiling, measured) == pytest.approx(1.0)
+    assert roofline.fraction(bytes_moved, 2 * at_ceiling, measured) == pytest.approx(0.5)
+
+
+def test_main_writes_sorted_json(tmp_path, cache_dir):
+    out = tmp_path / "roofline.json"
+    roofline.main([str(out), "--quick", "--cache-dir", cache_dir])
+    text = out.read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert data["bandwidth_gbps"] > 0

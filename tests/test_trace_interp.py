@@ -1,0 +1,227 @@
+"""Tracer and reference interpreters, driven by the op table (tests/op_table.py).
+
+For every case: the trace is valid GraphIR, the float64 interpreter agrees with eager MLX, `run_mlx`
+matches eager MLX bit for bit on float32 elementwise ops, and tracing is deterministic. Functions the
+tracer can't represent fail with a TraceError naming the call and the user's line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from autoperfect import dtypes, interp
+from autoperfect.graph import Graph, validate
+from autoperfect.ops import ELEMENTWISE, LEAF, MOVEMENT
+from autoperfect.trace import TraceError, trace
+
+from op_table import CASES, Case, assert_close, eager, from_mx, make_inputs, to_mx, trace_case
+
+SIGN_NAN = "BUG: interp's sign(NaN) is NaN, MLX's mx.sign(NaN) is 0 (interp._sign keeps NaN)"
+TO_MLX_BOOL = "BUG: dtypes.to_mlx('bool') looks up mx.bool, which does not exist (MLX calls it mx.bool_)"
+
+# (case, special values) pairs that fail because of a library bug listed in the report
+KNOWN_BUGS = {("unary_sign", True): SIGN_NAN}
+
+
+def draws(cases: list[Case]):
+    """One pytest param per (case, input draw): ordinary values, and special values where meaningful."""
+    out = []
+    for c in cases:
+        for specials in (False, True) if c.specials else (False,):
+            reason = KNOWN_BUGS.get((c.name, specials))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(c, specials, id=f"{c.name}{'-specials' if specials else ''}", marks=marks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def graphs() -> dict[str, Graph]:
+    return {c.name: trace_case(c) for c in CASES}
+
+
+# -- (a) tracing ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_trace_is_valid(case: Case, graphs):
+    g = graphs[case.name]
+    assert validate(g) is g
+    assert [n.attr("name") for n in g.inputs] == [name for name, _, _ in case.inputs]
+    assert all(n.loc for n in g.nodes if n.op not in LEAF), "every computed node records its user line"
+
+
+# -- (b) the float64 interpreter against eager MLX ---------------------------------------------------
+
+
+@pytest.mark.parametrize("case, specials", draws(CASES))
+def test_float64_interpreter_matches_mlx(case: Case, specials: bool, graphs):
+    g = graphs[case.name]
+    inputs = make_inputs(case, specials=specials)
+    want = eager(case, inputs)
+    got = interp.evaluate(g, inputs, "float64")
+    assert len(got) == len(want) == len(g.outputs)
+    for k, (ref, value, out) in enumerate(zip(got, want, g.outputs)):
+        node = g.nodes[out]
+        assert node.dtype == dtypes.from_mlx(value.dtype), f"output {k}: traced dtype differs from MLX's"
+        assert node.shape == tuple(value.shape), f"output {k}: traced shape differs from MLX's"
+        assert_close(from_mx(value), ref, node.dtype, f"{case.name} output {k}")
+
+
+@pytest.mark.xfail(strict=True, reason=SIGN_NAN)
+def test_sign_of_nan_matches_mlx():
+    g = trace(lambda x: mx.sign(x), [("x", (1,), "float32")])
+    want = np.array(mx.sign(mx.array([np.nan])))
+    got = interp.evaluate(g, [np.array([np.nan], np.float32)], "float64")[0]
+    assert want[0] == 0.0 and got[0] == 0.0
+
+
+# -- (c) run_mlx against eager MLX ---------------------------------------------------------------------
+
+
+def _elementwise_float32(case: Case, g: Graph) -> bool:
+    return all(dt == "float32" for _, _, dt in case.inputs) and \
+        all(n.op in ELEMENTWISE or n.op in LEAF or n.op in MOVEMENT for n in g.nodes)
+
+
+def _uses_bool_cast(g: Graph) -> bool:
+    return any(n.op.value == "astype" and n.dtype == "bool" for n in g.nodes)
+
+
+def _run_mlx_params():
+    out = []
+    for c in CASES:
+        g = trace_case(c)
+        marks = [pytest.mark.xfail(strict=True, reason=TO_MLX_BOOL)] if _uses_bool_cast(g) else []
+        out.append(pytest.param(c, _elementwise_float32(c, g), id=c.name, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("case, exact", _run_mlx_params())
+def test_run_mlx_matches_eager(case: Case, exact: bool, graphs):
+    """Exact for float32 elementwise graphs (the same MLX ops in the same order); close otherwise."""
+    g = graphs[case.name]
+    for specials in (False, True) if case.specials else (False,):
+        inputs = make_inputs(case, specials=specials)
+        want = eager(case, inputs)
+        got = interp.run_mlx(g, to_mx(case, inputs))
+        mx.eval(got)
+        for k, (a, b) in enumerate(zip(got, want)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            if exact:
+                np.testing.assert_array_equal(from_mx(a), from_mx(b), err_msg=f"{case.name} output {k}")
+            else:
+                assert_close(from_mx(a), from_mx(b), dtypes.from_mlx(b.dtype), f"{case.name} output {k}")
+
+
+@pytest.mark.xfail(strict=True, reason=TO_MLX_BOOL)
+def test_to_mlx_knows_bool():
+    assert dtypes.to_mlx("bool") == mx.bool_
+
+
+# -- (d) determinism -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_trace_is_deterministic(case: Case, graphs):
+    first, second = graphs[case.name], trace_case(case)
+    assert json.dumps(first.to_json(), sort_keys=True) == json.dumps(second.to_json(), sort_keys=True)
+    assert first.digest() == second.digest()
+    assert Graph.from_json(json.loads(json.dumps(first.to_json()))) == first
+
+
+def test_digest_ignores_source_lines():
+    def f(x):
+        return mx.exp(x) * 2
+
+    def g(x): return mx.exp(x) * 2  # noqa: E704  (another line, the same computation)
+
+    shapes = [("x", (3,), "float32")]
+    assert trace(f, shapes).digest() == trace(g, shapes, "f").digest()
+    assert trace(f, shapes).digest() != trace(f, [("x", (4,), "float32")]).digest()
+
+
+# -- (e) what the tracer refuses ----------------------------------------------------------------------------
+
+
+def uses_fft(x):
+    return mx.fft.fft(x)
+
+
+def uses_random(x):
+    return x + mx.random.normal(x.shape)
+
+
+def uses_indexing(x):
+    return x[0] * 2
+
+
+def uses_unknown_method(x):
+    return x.cumsum(axis=0)
+
+
+def uses_control_flow(x):
+    if mx.sum(x) > 0:
+        return x
+    return -x
+
+
+def mismatched_shapes(x, y):
+    return x + y
+
+
+def bad_reshape(x):
+    return mx.reshape(x, (4, 4))
+
+
+X3 = [("x", (3,), "float32")]
+
+REFUSED = [
+    # (function, inputs, words the message must contain: the call, and the user's line text)
+    (uses_fft, X3, ["mx.fft", "return mx.fft.fft(x)"]),
+    (uses_random, X3, ["mx.random", "return x + mx.random.normal(x.shape)"]),
+    (uses_indexing, X3, ["indexing", "return x[0] * 2"]),
+    (uses_unknown_method, X3, [".cumsum", "return x.cumsum(axis=0)"]),
+    (uses_control_flow, X3, ["control flow", "if mx.sum(x) > 0:"]),
+    (mismatched_shapes, X3 + [("y", (4,), "float32")], ["broadcast", "add", "return x + y"]),
+    (bad_reshape, X3, ["reshape", "return mx.reshape(x, (4, 4))"]),
+]
+
+
+@pytest.mark.parametrize("fn, inputs, words", REFUSED, ids=[r[0].__name__ for r in REFUSED])
+def test_trace_error_names_call_and_line(fn, inputs, words):
+    with pytest.raises(TraceError) as info:
+        trace(fn, inputs)
+    message = str(info.value)
+    for w in words:
+        assert w in message, f"{w!r} missing from: {message}"
+    assert "test_trace_interp.py" in message
+
+
+# -- property: broadcasting binary expressions over shapes and dtypes --------------------------------------
+
+
+@st.composite
+def broadcast_pair(draw):
+    """Two shapes that broadcast: one full shape, the other with some axes 1 or dropped."""
+    full = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 5]), min_size=0, max_size=3)))
+    other = tuple(1 if draw(st.booleans()) else d for d in full)
+    other = other[draw(st.integers(0, len(other))):]
+    return (full, other) if draw(st.booleans()) else (other, full)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(shapes=broadcast_pair(), dtype=st.sampled_from(["float32", "float16", "bfloat16"]),
+       op=st.sampled_from(["add", "multiply", "maximum", "subtract"]))
+def test_broadcast_binary_matches_mlx(shapes, dtype, op):
+    case = Case(f"prop_{op}", lambda x, y: getattr(mx, op)(x, y) * 2 + 1,
+                (("x", shapes[0], dtype), ("y", shapes[1], dtype)))
+    g = trace_case(case)
+    inputs = make_inputs(case, salt=f"{shapes}{dtype}")
+    want = eager(case, inputs)[0]
+    assert g.nodes[g.outputs[0]].shape == tuple(want.shape)
+    assert_close(from_mx(want), interp.evaluate(g, inputs, "float64")[0], dtype, case.name)
