@@ -60,6 +60,17 @@ class Partition:
                 return r
         return None
 
+    @staticmethod
+    def from_json(graph: Graph, d: dict) -> "Partition":
+        if d["graph_digest"] != graph.digest():
+            raise ValueError(f"regions of {d['op']} were made from another graph")
+        regions = tuple(Region(r["index"], r["kind"], tuple(r["nodes"]), tuple(r["domain"]),
+                               tuple(sorted((int(k), v) for k, v in r["spaces"].items())),
+                               tuple(r["outputs"]), tuple(r["inputs"]), r.get("reason", ""))
+                        for r in d["regions"])
+        decisions = tuple(Decision(x["producer"], x["consumer"], x["fused"], x["reason"]) for x in d["decisions"])
+        return Partition(graph, regions, decisions)
+
     def to_json(self) -> dict:
         g = self.graph
         out = []

@@ -60,9 +60,9 @@ def _finish(value, node: Node, mode: str) -> np.ndarray:
         if mode == "native" and node.dtype != "float32":
             value = dtypes.round_to(value.astype(np.float32), node.dtype).astype(np.float32)
         else:
-            value = value.astype(_container(node.dtype, mode))
+            value = value.astype(_container(node.dtype, mode), copy=False)
     else:
-        value = value.astype(dtypes.to_numpy(node.dtype))
+        value = value.astype(dtypes.to_numpy(node.dtype), copy=False)
     return np.broadcast_to(value, node.shape) if value.shape != node.shape else value
 
 
@@ -107,21 +107,21 @@ def apply(node: Node, args: Sequence[np.ndarray], mode: str) -> np.ndarray:
         if op in UNARY:
             x = args[0]
             if x.dtype.kind == "f" or op in (Op.NOT, Op.ISNAN, Op.ISINF):
-                x = x.astype(cont) if node.dtype in dtypes.FLOATS else x
+                x = x.astype(cont, copy=False) if node.dtype in dtypes.FLOATS else x
             else:
-                x = x.astype(cont)
+                x = x.astype(cont, copy=False)
             return _finish(UNARY[op](x), node, mode)
         if op in BINARY:
             a, b = args
             if node.dtype in dtypes.FLOATS:
-                a, b = a.astype(cont), b.astype(cont)
+                a, b = a.astype(cont, copy=False), b.astype(cont, copy=False)
             return _finish(BINARY[op](a, b), node, mode)
         if op is Op.WHERE:
             c, a, b = args
-            return _finish(np.where(c, a.astype(cont), b.astype(cont)), node, mode)
+            return _finish(np.where(c, a.astype(cont, copy=False), b.astype(cont, copy=False)), node, mode)
         axes = node.attr("axes")
         keep = node.attr("keepdims")
-        x = args[0].astype(cont) if node.dtype in dtypes.FLOATS else args[0]
+        x = args[0].astype(cont, copy=False) if node.dtype in dtypes.FLOATS else args[0]
         if op in REDUCE:
             if x.dtype == np.bool_:
                 x = x.astype(np.int64)
@@ -162,7 +162,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], mode: str = "float64",
     for node in graph.nodes:
         if node.op is Op.INPUT:
             x = np.asarray(inputs[node.attr("index")])
-            values[node.id] = x.astype(_container(node.dtype, mode))
+            values[node.id] = x.astype(_container(node.dtype, mode), copy=False)
         elif node.op is Op.CONST:
             values[node.id] = const_array(node, mode)
         else:

@@ -316,6 +316,19 @@ def large_softmax(x):
     return mx.softmax(x, axis=-1)
 
 
+def reshape_of_transposed(x):
+    return mx.reshape((x * 2).T, (-1,)) + 1
+
+
+def expand_dims_of_row(x):
+    y = x * 2
+    return y - mx.expand_dims(mx.max(y, axis=-1), -1)
+
+
+def broadcast_const(x):
+    return mx.broadcast_to(1.5, (4, 5)) * x
+
+
 def half_exp(x):
     return mx.exp(x) * 0.5
 
@@ -385,6 +398,9 @@ HAND = [
     Case("int_mean", int_mean, (("i", (4, 5), "int32"),)),
     Case("large_logsumexp", large_logsumexp, X, (100.0, 1e4)),  # exp(x) alone would overflow
     Case("large_softmax", large_softmax, X, (100.0, 1e4)),
+    Case("reshape_of_transposed", reshape_of_transposed, X),
+    Case("expand_dims_of_row", expand_dims_of_row, X),
+    Case("broadcast_const", broadcast_const, X),
     Case("half_exp", half_exp, f32((4, 5), dtype="float16")),
     Case("half_sum", half_sum, f32((4, 5), dtype="float16")),
     Case("half_softmax", half_softmax, f32((4, 5), dtype="float16")),

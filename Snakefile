@@ -1,0 +1,23 @@
+# Auto-Perfect: MLX functions -> fused, verified, benchmarked kernels.
+#   snakemake --cores 4 all
+# Every stage is one rules/*.smk file; every script is a thin adapter over autoperfect.stages.
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/trace.smk"
+include: "rules/canon.smk"
+include: "rules/fuse.smk"
+include: "rules/lower.smk"
+include: "rules/generate.smk"
+include: "rules/compile.smk"
+include: "rules/validate.smk"
+include: "rules/roofline.smk"
+include: "rules/bench.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        "results/report.md",

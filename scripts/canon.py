@@ -1,0 +1,3 @@
+from autoperfect import stages
+
+stages.canon(snakemake.input[0], snakemake.output[0])
