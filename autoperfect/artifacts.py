@@ -16,6 +16,7 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; artifacts are for people to read
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -164,10 +164,18 @@ def describe_condition(condition: str) -> str:
     return f"warm allocator: glibc keeps freed memory ({settings})"
 
 
+def all_cores() -> dict[str, str]:
+    """OpenMP on every core: Snakemake sets OMP_NUM_THREADS to a job's `threads`, which can exceed
+    the machine's cores (--cores 4 on 2) or fall short of them (a 1-thread judge job)."""
+    return {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+
+
 def condition_environment(condition: str) -> dict[str, str]:
-    """os.environ without any MALLOC_* setting, plus the condition's own, and this package importable."""
+    """os.environ without any MALLOC_* setting, plus the condition's own, every core for OpenMP, and
+    this package importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env.update(ALLOCATOR_CONDITIONS[condition])
+    env.update(all_cores())
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     return env

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import backends, dtypes, interp
+from . import backends, bench, dtypes, interp
 from .bounds import propagate
 from .ops import EXACT
 from .pipeline import Front, front, program
@@ -307,7 +307,8 @@ def run_isolated(spec: OpSpec, backend: str, libraries: dict[str, str], settings
 
     try:
         proc = subprocess.run([sys.executable, "-m", "autoperfect.judge"], input=payload, text=True,
-                              capture_output=True, timeout=settings.timeout_s, preexec_fn=limits)
+                              capture_output=True, timeout=settings.timeout_s, preexec_fn=limits,
+                              env={**os.environ, **bench.all_cores()})  # threads expose races
     except subprocess.TimeoutExpired:
         return {"passed": False, "reason": f"timed out after {settings.timeout_s:.0f} s (a hang or an "
                                            "endless loop)"}
@@ -329,6 +330,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
     main()
 

@@ -4,6 +4,7 @@ rule roofline:
         "results/roofline.json",
     threads: workflow.cores
     params:
+        quick=config["roofline"]["quick"],
         code=stage_hash("autoperfect.roofline"),
     script:
         "../scripts/roofline.py"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 
 import mlx.core as mx
 import numpy as np
@@ -15,10 +14,9 @@ from hypothesis import given, settings, strategies as st
 from autoperfect import canon, dtypes, fuse, interp, kernel_ir
 from autoperfect.fuse import Partition
 from autoperfect.graph import Graph
-from autoperfect.kernel_ir import Instr, KernelIR, KernelIRError, Launch
+from autoperfect.kernel_ir import Instr, KernelIR, KernelIRError
 from autoperfect.ops import EXACT, MOVEMENT, Op
 from autoperfect.spec import seed_for
-from autoperfect.trace import trace
 
 from op_table import CASES, CONFIG, Case, assert_within_ulps, make_inputs, trace_case
 
@@ -30,7 +28,10 @@ NOT_A_VIEW = ("BUG: fuse reads reshape(transpose(v)) as a view, but lower() can'
               "and raises KernelIRError ('is a reshape that is not a view of its source')")
 CONST_ARG = ("BUG: lower() binds broadcast_to(1.5, shape) as a kernel input argument reading the CONST node, "
              "which the region's inputs leave out: the kernel ABI and Region.inputs disagree")
-KNOWN_BUGS = {"expand_dims_of_row": SELF_VIEW, "reshape_of_transposed": NOT_A_VIEW}
+KNOWN_BUGS = {"expand_dims_of_row": SELF_VIEW, "reshape_of_transposed": NOT_A_VIEW,
+              "transpose_mixed": "BUG: fuse raises KeyError (see tests/test_fuse.py)",
+              "three_chains": "BUG: fuse loses floor(z)'s region after a merge (see tests/test_fuse.py)",
+              "reduce_reduced": "BUG: fuse merges a reduction of a reduction; lower() rejects the region"}
 
 
 def canonical(case: Case) -> Graph:
@@ -76,12 +77,11 @@ def bit_equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def kernel_cases() -> list:
+    """Every table op that computes something (fusion itself runs inside the tests, where it may fail)."""
     out = []
     for c in CASES:
         g = canonical(c)
         if not any(n.op not in MOVEMENT and n.srcs for n in g.nodes):
-            continue
-        if not any(r.kind == "kernel" for r in fuse.fuse(g).regions):
             continue
         marks = [pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[c.name])] if c.name in KNOWN_BUGS else []
         out.append(pytest.param(c, id=c.name, marks=marks))
@@ -110,7 +110,8 @@ def test_regions_chained_match_native_interpreter(case: Case):
 
 
 def binds_params():
-    bugs = {**KNOWN_BUGS, "broadcast_const": CONST_ARG}
+    # a lost region leaves each remaining kernel consistent with its own region
+    bugs = {**{k: v for k, v in KNOWN_BUGS.items() if k != "three_chains"}, "broadcast_const": CONST_ARG}
     return [pytest.param(p.values[0], id=p.id, marks=[pytest.mark.xfail(strict=True, reason=bugs[p.id])]
                          if p.id in bugs else []) for p in KERNEL_CASES]
 
@@ -133,7 +134,7 @@ def test_kernel_abi_matches_region(case: Case):
         assert k.bytes_moved() > 0
 
 
-# -- size-free signatures ---------------------------------------------------------------------------------
+# -- size-free signatures --------------------------------------------------------------------------
 
 LAYERNORM = next(c for c in CONFIG if c.name == "config_layernorm")
 RMSNORM = next(c for c in CONFIG if c.name == "config_rmsnorm")
@@ -177,7 +178,7 @@ def test_digest_follows_the_access_class_not_the_strides():
                      interp.evaluate(canonical(c_full), inputs, "native")[0])
 
 
-# -- JSON ---------------------------------------------------------------------------------------------------
+# -- JSON ------------------------------------------------------------------------------------------
 
 
 def all_kernels() -> list[KernelIR]:
@@ -210,7 +211,7 @@ def test_json_with_a_wrong_name_is_refused():
         KernelIR.from_json(d)
 
 
-# -- the validator ----------------------------------------------------------------------------------------------
+# -- the validator ---------------------------------------------------------------------------------
 
 
 def _instr(k: KernelIR, op: Op, space: str | None = None) -> Instr:
@@ -316,7 +317,7 @@ def test_validate_rejects_row_kernel_without_reduction():
         kernel_ir.validate(dataclasses.replace(k, kind="row"))
 
 
-# -- property: shapes and broadcast patterns -------------------------------------------------------------------
+# -- property: shapes and broadcast patterns -------------------------------------------------------
 
 
 def shifted_row_sum(x, w):

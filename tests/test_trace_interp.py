@@ -24,8 +24,13 @@ from op_table import CASES, Case, assert_close, eager, from_mx, make_inputs, to_
 SIGN_NAN = "BUG: interp's sign(NaN) is NaN, MLX's mx.sign(NaN) is 0 (interp._sign keeps NaN)"
 TO_MLX_BOOL = "BUG: dtypes.to_mlx('bool') looks up mx.bool, which does not exist (MLX calls it mx.bool_)"
 
+WHERE_INTS = ("BUG: mx.where(c, 1, 0) is int32 in MLX; the tracer lifts two Python scalars as float32 "
+              "(Context.where passes 'float32' even when neither is a float, unlike Context.binary)")
+PROD_BOOL = "BUG: mx.prod of a bool array is int32 in MLX; the tracer keeps bool (it promotes only sum)"
+
 # (case, special values) pairs that fail because of a library bug listed in the report
-KNOWN_BUGS = {("unary_sign", True): SIGN_NAN}
+KNOWN_BUGS = {("unary_sign", True): SIGN_NAN, ("where_int_scalars", False): WHERE_INTS,
+              ("prod_bool", False): PROD_BOOL}
 
 
 def draws(cases: list[Case]):
@@ -35,7 +40,8 @@ def draws(cases: list[Case]):
         for specials in (False, True) if c.specials else (False,):
             reason = KNOWN_BUGS.get((c.name, specials))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            out.append(pytest.param(c, specials, id=f"{c.name}{'-specials' if specials else ''}", marks=marks))
+            name = f"{c.name}-specials" if specials else c.name
+            out.append(pytest.param(c, specials, id=name, marks=marks))
     return out
 
 
@@ -44,7 +50,7 @@ def graphs() -> dict[str, Graph]:
     return {c.name: trace_case(c) for c in CASES}
 
 
-# -- (a) tracing ------------------------------------------------------------------------------------
+# -- (a) tracing -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", CASES, ids=repr)
@@ -55,7 +61,7 @@ def test_trace_is_valid(case: Case, graphs):
     assert all(n.loc for n in g.nodes if n.op not in LEAF), "every computed node records its user line"
 
 
-# -- (b) the float64 interpreter against eager MLX ---------------------------------------------------
+# -- (b) the float64 interpreter against eager MLX -------------------------------------------------
 
 
 @pytest.mark.parametrize("case, specials", draws(CASES))
@@ -80,7 +86,7 @@ def test_sign_of_nan_matches_mlx():
     assert want[0] == 0.0 and got[0] == 0.0
 
 
-# -- (c) run_mlx against eager MLX ---------------------------------------------------------------------
+# -- (c) run_mlx against eager MLX -----------------------------------------------------------------
 
 
 def _elementwise_float32(case: Case, g: Graph) -> bool:
@@ -96,7 +102,8 @@ def _run_mlx_params():
     out = []
     for c in CASES:
         g = trace_case(c)
-        marks = [pytest.mark.xfail(strict=True, reason=TO_MLX_BOOL)] if _uses_bool_cast(g) else []
+        reason = TO_MLX_BOOL if _uses_bool_cast(g) else WHERE_INTS if c.name == "where_int_scalars" else None
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         out.append(pytest.param(c, _elementwise_float32(c, g), id=c.name, marks=marks))
     return out
 
@@ -123,7 +130,7 @@ def test_to_mlx_knows_bool():
     assert dtypes.to_mlx("bool") == mx.bool_
 
 
-# -- (d) determinism -------------------------------------------------------------------------------------
+# -- (d) determinism -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", CASES, ids=repr)
@@ -145,7 +152,7 @@ def test_digest_ignores_source_lines():
     assert trace(f, shapes).digest() != trace(f, [("x", (4,), "float32")]).digest()
 
 
-# -- (e) what the tracer refuses ----------------------------------------------------------------------------
+# -- (e) what the tracer refuses -------------------------------------------------------------------
 
 
 def uses_fft(x):
@@ -202,7 +209,7 @@ def test_trace_error_names_call_and_line(fn, inputs, words):
     assert "test_trace_interp.py" in message
 
 
-# -- property: broadcasting binary expressions over shapes and dtypes --------------------------------------
+# -- property: broadcasting binary expressions over shapes and dtypes ------------------------------
 
 
 @st.composite
