@@ -19,7 +19,7 @@ from autoperfect.graph import Builder, Graph, validate
 from autoperfect.ops import COMPOSITE, ULP_BOUND, Op
 from autoperfect.trace import trace
 
-from op_table import CASES, Case, assert_close, assert_within_ulps, make_inputs, trace_case
+from op_table import CASES, Case, assert_close, assert_within_ulps, bit_equal, make_inputs, trace_case
 
 PASSES = dict(canon.PASSES)
 
@@ -40,13 +40,6 @@ def run_pass(name: str, g: Graph) -> Graph:
     return validate(PASSES[name](g))
 
 
-def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal values, the same NaN positions, and the same sign on zeros."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True) and \
-        np.array_equal(np.signbit(a), np.signbit(b))
-
-
 def check_same_values(before: Graph, after: Graph, inputs, exact: bool = False, ulps: int = 0) -> None:
     """`after` computes what `before` computes: bit-exact, within `ulps` (native), or within tolerance."""
     for mode in ("float64", "native"):
@@ -56,7 +49,7 @@ def check_same_values(before: Graph, after: Graph, inputs, exact: bool = False, 
             dtype = before.nodes[out].dtype
             what = f"{before.name} output {k} ({mode})"
             if exact:
-                assert bits_equal(v, w), f"{what}: {v} != {w}"
+                assert bit_equal(v, w), f"{what}: {v} != {w}"
             elif ulps and mode == "native" and dtype == "float32":
                 assert_within_ulps(v, w, ulps, what)
             else:
@@ -294,7 +287,7 @@ def test_fold_constants_values(fn, dtype, counts, values, specials):
     inputs = make_inputs(Case(f"fold_{fn.__name__}", fn, X(dtype=dtype)), specials=specials)
     want, got = interp.evaluate(g, inputs, "native"), interp.evaluate(out, inputs, "native")
     for w, v in zip(want, got):
-        assert bits_equal(v, w)
+        assert bit_equal(v, w)
     eager = np.array(fn(mx.array(inputs[0]).astype(getattr(mx, dtype))).astype(mx.float32))
     assert_close(eager, interp.evaluate(out, inputs, "float64")[0], dtype, fn.__name__)
 

@@ -16,10 +16,10 @@ from hypothesis import given, settings, strategies as st
 
 from autoperfect import dtypes, interp
 from autoperfect.graph import Graph, validate
-from autoperfect.ops import ELEMENTWISE, LEAF, MOVEMENT
+from autoperfect.ops import ELEMENTWISE, LEAF, MOVEMENT, Op
 from autoperfect.trace import TraceError, trace
 
-from op_table import CASES, Case, assert_close, eager, from_mx, make_inputs, to_mx, trace_case
+from op_table import CASES, Case, assert_close, bit_equal, eager, from_mx, make_inputs, to_mx, trace_case
 
 SIGN_NAN = "BUG: interp's sign(NaN) is NaN, MLX's mx.sign(NaN) is 0 (interp._sign keeps NaN)"
 TO_MLX_BOOL = "BUG: dtypes.to_mlx('bool') looks up mx.bool, which does not exist (MLX calls it mx.bool_)"
@@ -94,15 +94,17 @@ def _elementwise_float32(case: Case, g: Graph) -> bool:
         all(n.op in ELEMENTWISE or n.op in LEAF or n.op in MOVEMENT for n in g.nodes)
 
 
-def _uses_bool_cast(g: Graph) -> bool:
-    return any(n.op.value == "astype" and n.dtype == "bool" for n in g.nodes)
+def _run_mlx_bug(case: Case, g: Graph) -> str | None:
+    if any(n.op is Op.CAST and n.dtype == "bool" for n in g.nodes):
+        return TO_MLX_BOOL
+    return KNOWN_BUGS.get((case.name, False)) if case.name == "where_int_scalars" else None
 
 
 def _run_mlx_params():
     out = []
     for c in CASES:
         g = trace_case(c)
-        reason = TO_MLX_BOOL if _uses_bool_cast(g) else WHERE_INTS if c.name == "where_int_scalars" else None
+        reason = _run_mlx_bug(c, g)
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         out.append(pytest.param(c, _elementwise_float32(c, g), id=c.name, marks=marks))
     return out
@@ -120,7 +122,7 @@ def test_run_mlx_matches_eager(case: Case, exact: bool, graphs):
         for k, (a, b) in enumerate(zip(got, want)):
             assert a.dtype == b.dtype and a.shape == b.shape
             if exact:
-                np.testing.assert_array_equal(from_mx(a), from_mx(b), err_msg=f"{case.name} output {k}")
+                assert bit_equal(from_mx(a), from_mx(b)), f"{case.name} output {k}"
             else:
                 assert_close(from_mx(a), from_mx(b), dtypes.from_mlx(b.dtype), f"{case.name} output {k}")
 
