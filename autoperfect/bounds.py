@@ -112,7 +112,11 @@ def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> 
     if n.op is Op.PROD:
         rel = np.sum(ex / np.where(x != 0, np.abs(x), 1), axis=axes, keepdims=keep) + count * u
         return np.abs(v) * np.expm1(rel)
-    return np.max(ex, axis=axes, keepdims=keep)  # max/min: exact; carried error passes through
+    # max/min round nothing: the true extreme lies between the extremes of v - e and v + e
+    pick = np.max if n.op is Op.RMAX else np.min
+    hi = pick(x + ex, axis=axes, keepdims=keep)
+    lo = pick(x - ex, axis=axes, keepdims=keep)
+    return np.maximum(hi - v, v - lo)
 
 
 def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
@@ -152,7 +156,7 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
                 flag = flag | _carried(unsure[s], graph.nodes[s], n)
             if n.dtype in FMAX:
                 # past the dtype's largest finite value a correct kernel may hold inf
-                flag = flag | (np.isfinite(v) & (np.abs(v) + np.nan_to_num(e, nan=INF) > FMAX[n.dtype]))
+                flag = flag | (np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > FMAX[n.dtype]))
             e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
             vals[n.id], unsure[n.id] = v, np.broadcast_to(flag, n.shape)
             errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))

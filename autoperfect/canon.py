@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes
 from .graph import Builder, Graph, Node, reduced_shape, validate
 from .interp import apply, const_array
-from .ops import COMPOSITE, ELEMENTWISE, Op
+from .ops import COMPOSITE, ELEMENTWISE, PREDICATE, Op
 from .trace import const_attr
 
 
@@ -32,8 +32,8 @@ class Emitter:
         if shape is None:
             from .graph import broadcast_shapes
             shape = broadcast_shapes(*(self.node(s).shape for s in srcs))
-        if dtype is None:
-            dtype = self.node(srcs[0]).dtype
+        if dtype is None:  # predicates are bool; where takes its branches' type; the rest their source's
+            dtype = "bool" if op in PREDICATE else self.node(srcs[1 if op is Op.WHERE else 0]).dtype
         return self.b.add(op, dtype, shape, srcs, attrs, self.old.loc)
 
     def const(self, value, dtype: str, **attrs) -> int:
@@ -44,6 +44,9 @@ class Emitter:
         from its launch sizes instead of baking in today's shape."""
         n = math.prod(self.node(x).shape[a] for a in axes)
         return self.const(max(n - minus, 0), dtype, size_of=tuple(axes), minus=minus)
+
+    def cast(self, x: int, dtype: str) -> int:
+        return self.b.add(Op.CAST, dtype, self.node(x).shape, [x], {"dtype": dtype}, self.old.loc)
 
     def reduce(self, op: Op, x: int, axes, keepdims: bool) -> int:
         shape = reduced_shape(self.node(x).shape, axes, keepdims)
@@ -106,6 +109,8 @@ def decompose(e: Emitter, node: Node, srcs: list) -> int | None:
     if node.op not in COMPOSITE:
         return None
     x, axes = srcs[0], node.attr("axes")
+    if e.node(x).dtype != node.dtype:  # mean of int32 is float32: compute in the result's type
+        x = e.cast(x, node.dtype)
     if node.op is Op.MEAN:
         return _mean(e, x, axes, node.attr("keepdims"))
     if node.op is Op.VAR:

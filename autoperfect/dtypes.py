@@ -27,7 +27,7 @@ def to_numpy(name: str):
 
 def to_mlx(name: str):
     import mlx.core as mx
-    return getattr(mx, check(name))
+    return mx.bool_ if check(name) == "bool" else getattr(mx, name)
 
 
 def from_mlx(dtype) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .graph import Graph, Node
 from .ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+from .views import view_through
 
 
 @dataclass(frozen=True)
@@ -116,17 +117,43 @@ class _Fuser:
         self.groups: dict[int, _Group] = {}
         self.home: dict[int, int] = {}  # node -> group index
         self.decisions: list[Decision] = []
+        self.counter = 0
 
     # -- helpers ---------------------------------------------------------------------------------
     def base(self, i: int) -> int:
-        """Follow movement ops back to the value they view."""
-        while self.g.nodes[i].op in MOVEMENT:
+        """Follow movement ops back to the value they view (a materialized movement is a value)."""
+        while self.g.nodes[i].op in MOVEMENT and i not in self.home:
             i = self.g.nodes[i].srcs[0]
         return i
 
     def computed(self, i: int) -> bool:
-        op = self.g.nodes[i].op
-        return op in ELEMENTWISE or op in REDUCE
+        return i in self.home
+
+    def alias(self, s: int, grp: _Group) -> bool:
+        """A reshape that only adds or drops the unit axis of a row value of `grp` is that value."""
+        n = self.g.nodes[s]
+        src = n.srcs[0] if n.srcs else -1
+        return (n.op is Op.RESHAPE and s not in self.home and self.home.get(src) == grp.index
+                and grp.spaces[src] == "row" and n.shape in row_shapes(grp.domain))
+
+    def inside(self, grp: _Group, n: Node) -> list[tuple[int, tuple[int, ...], str]]:
+        """n's sources that are values of `grp`: (node, shape as n reads it, space)."""
+        out = []
+        for s in n.srcs:
+            if self.home.get(s) == grp.index:
+                out.append((s, self.g.nodes[s].shape, grp.spaces[s]))
+            elif self.alias(s, grp):
+                out.append((self.g.nodes[s].srcs[0], self.g.nodes[s].shape, "row"))
+        return out
+
+    def views_of(self, grp: _Group, n: Node) -> str | None:
+        """Why n can't share a region with `grp`'s value it reads through a view (None if it doesn't):
+        a viewed value must be materialized before the kernel that reads it runs."""
+        for s in n.srcs:
+            b = self.base(s)
+            if b != s and self.home.get(b) == grp.index and not self.alias(s, grp):
+                return f"%{s} is a {self.g.nodes[s].op.value} of %{b}: %{b} is materialized and read through a view"
+        return None
 
     def deps(self, gi: int) -> set[int]:
         """Groups that group `gi` reads from, directly or through views."""
@@ -156,28 +183,50 @@ class _Fuser:
         dom = grp.domain
         if grp.kind != "kernel":
             return None, f"%{grp.nodes[0]} is left to MLX ({grp.reason})"
-        in_grp = [s for s in n.srcs if self.home.get(s) == grp.index]
+        viewed = self.views_of(grp, n)
+        if viewed:
+            return None, viewed
+        inside = self.inside(grp, n)
         if n.op in REDUCE:
             src = self.g.nodes[n.srcs[0]]
             if src.shape != dom:
                 return None, f"reduces {list(src.shape)}, the region iterates {list(dom)}"
-            if in_grp and grp.spaces[in_grp[0]] != "elem":
+            if inside and inside[0][2] != "elem":
                 return None, "reduces row values again (a reduction of a reduction is another pass over other data)"
             return "row", f"reduction over the last axis of the region's domain {list(dom)}"
         if n.shape == dom:
-            for s in in_grp:
-                if grp.spaces[s] == "row" and self.g.nodes[s].shape != dom[:-1] + (1,) and len(dom) > 1:
-                    return None, (f"%{s} {list(self.g.nodes[s].shape)} would broadcast along another "
-                                  "axis than the one it was reduced over")
+            for s, shape, space in inside:
+                if space == "row" and shape != dom[:-1] + (1,) and len(dom) > 1:
+                    return None, (f"%{s} {list(shape)} would broadcast along another axis than the one "
+                                  "it was reduced over")
             return "elem", f"same domain {list(dom)}"
-        if n.shape in row_shapes(dom) and in_grp and all(grp.spaces[s] == "row" for s in in_grp):
-            if all(self.g.nodes[s].shape == n.shape or self.g.nodes[s].shape == () for s in in_grp):
+        if n.shape in row_shapes(dom) and inside and all(space == "row" for _, _, space in inside):
+            if all(shape == n.shape or shape == () for _, shape, _ in inside):
                 return "row", f"per-row math on the row values of {list(dom)}"
         return None, f"shape {list(n.shape)} is neither the region's domain {list(dom)} nor its row shape"
 
+    def compatible(self, a: _Group, b: _Group) -> str | None:
+        """Why groups a and b can't become one (None if they can): every edge between them must be
+        legal inside one region."""
+        for x, y in ((a, b), (b, a)):
+            for u in x.nodes:
+                n = self.g.nodes[u]
+                viewed = self.views_of(y, n)
+                if viewed:
+                    return viewed
+                for s, shape, space in self.inside(y, n):
+                    if n.op in REDUCE and space != "elem":
+                        return f"%{u} would reduce row values of %{s} again"
+                    if x.spaces[u] == "row" and space != "row":
+                        return f"per-row %{u} would read per-element %{s}"
+                    if x.spaces[u] == "elem" and space == "row" and len(a.domain) > 1 \
+                            and shape != a.domain[:-1] + (1,):
+                        return f"%{s} {list(shape)} would broadcast along another axis"
+        return None
+
     # -- the pass ------------------------------------------------------------------------------------
     def new_group(self, n: Node, kind: str = "kernel", reason: str = "") -> _Group:
-        gi = len(self.groups)
+        gi, self.counter = self.counter, self.counter + 1
         dom = self.g.nodes[n.srcs[0]].shape if n.op in REDUCE else n.shape
         grp = _Group(gi, dom, kind, reason=reason)
         self.groups[gi] = grp
@@ -196,6 +245,10 @@ class _Fuser:
         into.spaces.update(other.spaces)
         del self.groups[other.index]
 
+    def decide(self, producer: int, consumer: int, fused: bool, reason: str) -> None:
+        if all(d.producer != producer or d.consumer != consumer for d in self.decisions):
+            self.decisions.append(Decision(producer, consumer, fused, reason))
+
     def visit(self, n: Node) -> None:
         if n.op in REDUCE:
             axes = n.attr("axes")
@@ -205,24 +258,15 @@ class _Fuser:
                                                "array: only last-axis reductions are fused so far")
                 for s in n.srcs:
                     if self.computed(self.base(s)):
-                        self.decisions.append(Decision(self.base(s), n.id, False, grp.reason))
+                        self.decide(self.base(s), n.id, False, grp.reason)
                 return
-        producers = []
-        for s in n.srcs:
-            if self.computed(s) and self.home[s] not in producers:
-                producers.append(self.home[s])
-        for s in n.srcs:
-            b = self.base(s)
-            if b != s and self.computed(b):
-                self.decisions.append(Decision(b, n.id, False, f"%{s} is a {self.g.nodes[s].op.value} "
-                                               f"of %{b}: %{b} is materialized and read through a view"))
+        sources = {s: self.base(s) for s in n.srcs if self.computed(self.base(s))}
+        origin = {b: self.home[b] for b in sources.values()}  # groups before any merge below
+        producers = list(dict.fromkeys(origin.values()))
         home, why = None, {}
         for gi in producers:
-            space, reason = self.space_in(self.groups[gi], n)
-            why[gi] = reason
-            other_sources = [self.home[s] for s in n.srcs if self.computed(self.base(s))
-                             and self.home[self.base(s)] != gi]
-            if space and any(self.reaches(o, gi) for o in other_sources):
+            space, why[gi] = self.space_in(self.groups[gi], n)
+            if space and any(self.reaches(o, gi) for o in set(producers) - {gi}):
                 space, why[gi] = None, "fusing would create a cycle between kernels"
             if space:
                 home = self.groups[gi]
@@ -231,57 +275,58 @@ class _Fuser:
         if home is None:
             home = self.new_group(n)
         for gi in producers:
-            if gi == home.index or gi not in self.groups:
+            if gi == home.index:
                 continue
             other = self.groups[gi]
-            ok = other.kind == "kernel" and other.domain == home.domain
-            reason = why.get(gi) or f"domain {list(other.domain)} differs from {list(home.domain)}"
-            if ok and (self.reaches(home.index, gi, frozenset({gi})) or self.reaches(gi, home.index)):
-                ok, reason = False, "fusing would create a cycle between kernels"
-            if ok and any(home.spaces[n.id] == "row" and other.spaces[s] != "row"
-                          for s in n.srcs if self.home.get(s) == gi):
-                ok = False
-            if ok:
+            if other.kind != "kernel" or home.kind != "kernel":
+                problem = why.get(gi) or f"%{other.nodes[0]} is left to MLX ({other.reason})"
+            elif other.domain != home.domain:
+                problem = f"domain {list(other.domain)} differs from {list(home.domain)}"
+            else:
+                problem = self.compatible(home, other)
+            if problem is None and (self.reaches(home.index, gi, frozenset({gi}))
+                                    or self.reaches(gi, home.index, frozenset({home.index}))):
+                problem = "fusing would create a cycle between kernels"
+            if problem is None:
                 self.merge(home, other)
-                reason = f"fan-in: both sides iterate {list(home.domain)}"
-            for s in n.srcs:
-                if self.home.get(s) == (home.index if ok else gi):
-                    self.decisions.append(Decision(s, n.id, ok, reason))
-        for s in n.srcs:
-            if self.computed(s) and self.home[s] == home.index and s not in \
-                    {d.producer for d in self.decisions if d.consumer == n.id}:
-                self.decisions.append(Decision(s, n.id, True, why.get(home.index, "same region")))
-            elif self.computed(s) and self.home[s] != home.index and s not in \
-                    {d.producer for d in self.decisions if d.consumer == n.id}:
-                self.decisions.append(Decision(s, n.id, False, why.get(self.home[s], "not fusable")))
+                why[gi] = f"fan-in: both sides iterate {list(home.domain)}"
+            else:
+                why.setdefault(gi, problem)
+        for s, b in sources.items():
+            fused = self.home[b] == home.index and (b == s or self.alias(s, home))
+            reason = why.get(origin[b], "same region")
+            if not fused and self.home[b] == home.index:
+                reason = self.views_of(home, n) or reason
+            self.decide(b, n.id, fused, reason)
 
     def run(self) -> Partition:
         for n in self.g.nodes:
-            if self.computed(n.id):
+            if n.op in ELEMENTWISE or n.op in REDUCE:
                 self.visit(n)
+            elif n.op in MOVEMENT and view_through(self.g, n.id, frozenset(self.home)) is None:
+                grp = self.new_group(n, "mlx", f"a {n.op.value} of a non-contiguous view is no view: "
+                                               "MLX copies it")
+                self.decide(self.base(n.srcs[0]), n.id, False, grp.reason)
         return self.finish()
 
     def finish(self) -> Partition:
         g = self.g
-        users = g.users()
+        # a value leaves its region when it is an output or another region reads it (perhaps viewed)
         materialize = {self.base(o) for o in g.outputs}
-        for n in g.nodes:
-            if n.op not in MOVEMENT:
-                materialize.update(self.base(s) for s in n.srcs if g.nodes[s].op in MOVEMENT)
+        for gi, grp in self.groups.items():
+            for u in grp.nodes:
+                materialize.update(b for b in map(self.base, g.nodes[u].srcs) if self.home.get(b, gi) != gi)
         regions = []
         for k, gi in enumerate(self.topological_order()):
             grp = self.groups[gi]
             nodes = tuple(sorted(grp.nodes))
-            outs = tuple(i for i in nodes if i in materialize
-                         or any(self.home.get(u) != gi and g.nodes[u].op not in MOVEMENT for u in users[i]))
             ins: list[int] = []
             for i in nodes:
-                for s in g.nodes[i].srcs:
-                    b = self.base(s)
+                for b in map(self.base, g.nodes[i].srcs):
                     if self.home.get(b) != gi and g.nodes[b].op is not Op.CONST and b not in ins:
                         ins.append(b)
             regions.append(Region(k, grp.kind, nodes, grp.domain, tuple(sorted(grp.spaces.items())),
-                                  outs, tuple(ins), grp.reason))
+                                  tuple(i for i in nodes if i in materialize), tuple(ins), grp.reason))
         decisions = tuple(sorted(set(self.decisions), key=lambda d: (d.consumer, d.producer)))
         return Partition(g, tuple(regions), decisions)
 

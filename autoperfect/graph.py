@@ -59,6 +59,11 @@ def make_attrs(attrs: dict) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
 
 
+def attrs_key(attrs: tuple[tuple[str, Any], ...]) -> tuple:
+    """Attributes as a sharing key: 0.0 and -0.0 compare equal in Python but are different constants."""
+    return tuple((k, (type(v).__name__, v.hex()) if isinstance(v, float) else v) for k, v in attrs)
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, tuple):
         return [_jsonable(x) for x in v]
@@ -185,7 +190,7 @@ class Builder:
     def add(self, op: Op, dtype: str, shape: Iterable[int], srcs: Iterable[int] = (),
             attrs: dict | None = None, loc: str = "") -> int:
         node = Node(len(self.nodes), op, dtype, tuple(shape), tuple(srcs), make_attrs(attrs or {}), loc)
-        key = (node.op, node.dtype, node.shape, node.srcs, node.attrs)
+        key = (node.op, node.dtype, node.shape, node.srcs, attrs_key(node.attrs))
         if self.cse and key in self._index and op is not Op.INPUT:
             return self._index[key]
         self.nodes.append(node)

@@ -21,7 +21,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def _sign(x):
-    return np.where(np.isnan(x), x, np.sign(x))
+    return np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)  # as MLX: sign(NaN) is 0
 
 
 def _sigmoid(x):

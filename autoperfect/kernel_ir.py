@@ -18,16 +18,13 @@ import numpy as np
 
 from . import dtypes
 from .fuse import Partition, Region, row_shapes
-from .graph import Graph, Node, make_attrs
+from .graph import Graph, Node, attrs_key, make_attrs
 from .interp import apply, const_array
-from .ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+from .ops import ELEMENTWISE, REDUCE, Op
+from .views import KernelIRError, align, view_through
 
 SPACES = ("elem", "row")
 INNER = ("contiguous", "broadcast", "strided", "row")  # how an input is read along the last axis
-
-
-class KernelIRError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -147,64 +144,6 @@ class KernelIR:
         return "\n".join(lines)
 
 
-# -- views ------------------------------------------------------------------------------------------
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc if d != 1 else 0)
-        acc *= d
-    return tuple(reversed(out))
-
-
-def view_through(graph: Graph, node_id: int) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-    """(base node, shape, strides) of a value reached through movement ops; None if a reshape
-    can't be expressed as strides over the base buffer."""
-    chain = []
-    while graph.nodes[node_id].op in MOVEMENT:
-        chain.append(graph.nodes[node_id])
-        node_id = graph.nodes[node_id].srcs[0]
-    shape = graph.nodes[node_id].shape
-    strides = contiguous_strides(shape)
-    for n in reversed(chain):
-        if n.op is Op.TRANSPOSE:
-            perm = n.attr("perm")
-            shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
-        elif n.op is Op.BROADCAST:
-            pad = len(n.shape) - len(shape)
-            strides = tuple(0 if i < pad or shape[i - pad] == 1 else strides[i - pad]
-                            for i in range(len(n.shape)))
-            shape = n.shape
-        else:  # reshape: possible as a view when the non-unit dims keep their order and contiguity
-            kept = [(d, s) for d, s in zip(shape, strides) if d != 1]
-            if [s for _, s in kept] != list(contiguous_strides([d for d, _ in kept])) \
-                    and [d for d, _ in kept] != [d for d in n.shape if d != 1]:
-                return None
-            if [d for d, _ in kept] == [d for d in n.shape if d != 1]:
-                it = iter(s for _, s in kept)
-                strides = tuple(0 if d == 1 else next(it) for d in n.shape)
-            else:
-                strides = contiguous_strides(n.shape)
-            shape = n.shape
-    return node_id, shape, strides
-
-
-def align(shape, strides, target: tuple[int, ...]) -> tuple[int, ...]:
-    """Strides of a value broadcast to `target` (right-aligned, size-1 axes read with stride 0)."""
-    pad = len(target) - len(shape)
-    out = []
-    for i, t in enumerate(target):
-        j = i - pad
-        if j < 0 or shape[j] == 1:
-            out.append(0)
-        elif shape[j] == t:
-            out.append(strides[j])
-        else:
-            raise KernelIRError(f"shape {list(shape)} does not broadcast to {list(target)}")
-    return tuple(out)
-
-
 # -- lowering ---------------------------------------------------------------------------------------
 
 
@@ -219,12 +158,14 @@ class _Lowering:
         self.strides: list[tuple[int, ...]] = []
         self.in_shapes: list[tuple[int, ...]] = []
         self.memo: dict[Any, int] = {}
+        self.materialized = frozenset(i for r in partition.regions for i in r.nodes)
 
     def emit(self, op: Op, dtype: str, space: str, srcs=(), attrs: dict | None = None) -> int:
-        key = (op, dtype, space, tuple(srcs), make_attrs(attrs or {}))
+        frozen = make_attrs(attrs or {})
+        key = (op, dtype, space, tuple(srcs), attrs_key(frozen))
         if key not in self.memo:
             self.memo[key] = len(self.body)
-            self.body.append(Instr(len(self.body), op, dtype, space, tuple(srcs), key[4]))
+            self.body.append(Instr(len(self.body), op, dtype, space, tuple(srcs), frozen))
         return self.memo[key]
 
     def site_target(self, node: Node, space: str) -> tuple[int, ...]:
@@ -234,10 +175,14 @@ class _Lowering:
         return node.shape if node.shape in row_shapes(self.dims) else self.dims[:-1] + (1,)
 
     def load(self, src: int, node: Node, space: str) -> int:
-        viewed = view_through(self.g, src)
+        viewed = view_through(self.g, src, self.materialized)
         if viewed is None:
             raise KernelIRError(f"%{src} is a reshape that is not a view of its source")
         base, shape, strides = viewed
+        if base in self.r.nodes:
+            raise KernelIRError(f"%{src} reads this kernel's own value %{base} through a view")
+        if self.g.nodes[base].op is Op.CONST:
+            return self.const(self.g.nodes[base])
         target = self.site_target(node, space)
         s = align(shape, strides, target)
         if space == "row" and len(target) < self.rank:
@@ -264,6 +209,7 @@ class _Lowering:
 
     def run(self) -> KernelIR:
         value: dict[int, int] = {}
+        space_of = self.r.space
         for nid in self.r.nodes:
             n = self.g.nodes[nid]
             space = self.r.space(nid)
@@ -272,6 +218,8 @@ class _Lowering:
                 sn = self.g.nodes[s]
                 if s in value:
                     srcs.append(value[s])
+                elif sn.op is Op.RESHAPE and sn.srcs[0] in value and space_of(sn.srcs[0]) == "row":
+                    srcs.append(value[sn.srcs[0]])  # a unit-axis reshape of a row value is that value
                 elif sn.op is Op.CONST:
                     srcs.append(self.const(sn))
                 else:
@@ -310,7 +258,7 @@ def validate(k: KernelIR) -> KernelIR:
         raise KernelIRError(f"{where}: arguments must be inputs then at least one output")
     if len(k.launch.strides) != n_in or any(len(s) != k.rank for s in k.launch.strides):
         raise KernelIRError(f"{where}: launch strides do not match the inputs and rank")
-    stored = set()
+    stored: list[int] = []
     for i in k.body:
         if i.space not in SPACES or any(s >= i.id for s in i.srcs) or i.id != k.body.index(i):
             raise KernelIRError(f"{where}: instruction %{i.id} is malformed")
@@ -325,10 +273,10 @@ def validate(k: KernelIR) -> KernelIR:
             arg = k.args[i.attr("arg")]
             if arg.role != "out" or arg.space != i.space or srcs[0].space != i.space:
                 raise KernelIRError(f"{where}: store %{i.id} does not match its output")
-            stored.add(i.attr("arg"))
+            stored.append(i.attr("arg"))
         if i.op not in ELEMENTWISE and i.op not in REDUCE and i.op not in (Op.LOAD, Op.STORE, Op.CONST):
             raise KernelIRError(f"{where}: op {i.op.value} has no place in a kernel")
-    if stored != {j for j, a in enumerate(k.args) if a.role == "out"}:
+    if sorted(stored) != [j for j, a in enumerate(k.args) if a.role == "out"]:
         raise KernelIRError(f"{where}: every output must be stored exactly once")
     if k.kind == "row" and not any(i.op in REDUCE for i in k.body):
         raise KernelIRError(f"{where}: a row kernel without a reduction")

@@ -133,7 +133,7 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
         views.append(buf[CANARY:CANARY + n].view(storage(arg.dtype)).reshape(shape))
     kernel.run_numpy(ins + views, launch)
     for j, (x, x0) in enumerate(zip(ins, before)):
-        if not np.array_equal(x.view(np.uint8), x0.view(np.uint8)):
+        if not np.array_equal(x.reshape(-1).view(np.uint8), x0.reshape(-1).view(np.uint8)):
             raise IntegrityError(f"kernel {k.name} wrote into its input {k.inputs[j].name}")
     for arg, shape, buf in zip(k.outputs, launch.out_shapes, fenced):
         utype, poison = POISON[arg.dtype]

@@ -208,7 +208,7 @@ class _Context:
     def where(self, cond: Any, a: Any, b: Any) -> Tracer:
         cond = self.cast(self.lift(cond), "bool")
         if not isinstance(a, Tracer) and not isinstance(b, Tracer):
-            a = self.lift(a, "float32")
+            a = self.lift(a, "float32" if isinstance(a, float) or isinstance(b, float) else None)
         a = self.lift(a, b.dtype if isinstance(b, Tracer) else None)
         b = self.lift(b, a.dtype)
         try:
@@ -243,7 +243,7 @@ class _Context:
         dtype = x.dtype
         if op in (Op.MEAN, Op.VAR, Op.STD, Op.LOGSUMEXP) and dtype not in dtypes.FLOATS:
             dtype = "float32"
-        if op is Op.SUM and dtype == "bool":
+        if op in (Op.SUM, Op.PROD) and dtype == "bool":
             dtype = "int32"
         attrs = {"axes": axes, "keepdims": bool(keepdims), **extra}
         return self.add(op, dtype, reduced_shape(x.shape, axes, bool(keepdims)), [x], attrs)

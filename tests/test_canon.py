@@ -23,13 +23,7 @@ from op_table import CASES, Case, assert_close, assert_within_ulps, bit_equal, m
 
 PASSES = dict(canon.PASSES)
 
-SIGNED_ZERO = ("BUG: CSE merges the constants 0.0 and -0.0 (Builder keys nodes by attrs, and -0.0 == 0.0 "
-               "in Python), so x / -0.0 becomes x / 0.0 and -inf turns into +inf")
-INT_COMPOSITE = ("BUG: decompose keeps an int32 input's dtype for mean/var/std/logsumexp (Emitter.emit "
-                 "takes the source's dtype), so the result is int32 and truncated where MLX gives float32")
-LSE_WHERE = ("BUG: decompose's logsumexp emits where(isinf(m), 0, m) with the condition's dtype (bool), "
-             "so the 'safe max' is 0 or 1 and exp(x - 1) overflows for large x (logsumexp([1e4]) = inf)")
-KNOWN_BUGS = {"signed_zero_consts": SIGNED_ZERO, "int_mean": INT_COMPOSITE, "large_logsumexp": LSE_WHERE}
+KNOWN_BUGS: dict = {}  # library bugs this file pins, by case name: none open
 
 
 def op_counts(g: Graph) -> Counter:
@@ -135,7 +129,7 @@ def stable_softmax(x):
 
 
 @pytest.mark.parametrize("fn", [
-    pytest.param(stable_lse, marks=pytest.mark.xfail(strict=True, reason=LSE_WHERE)),
+    stable_lse,
     stable_softmax,
 ], ids=["logsumexp", "softmax"])
 def test_decompose_subtracts_the_max(fn):
@@ -146,7 +140,6 @@ def test_decompose_subtracts_the_max(fn):
     assert_close(got, want, "float32", fn.__name__)
 
 
-@pytest.mark.xfail(strict=True, reason=LSE_WHERE)
 def test_decomposed_logsumexp_where_is_float():
     out = run_pass("decompose", _traced(stable_lse, X(3, 3)))
     (where,) = [n for n in out.nodes if n.op is Op.WHERE]
@@ -165,23 +158,13 @@ def dtype_errors(g: Graph) -> list[str]:
     return out
 
 
-def typing_params():
-    out = []
-    for c in CASES:
-        reason = LSE_WHERE if Op.LOGSUMEXP in op_counts(trace_case(c)) else None
-        out.append(pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=reason)]
-                                if reason else []))
-    return out
-
-
-@pytest.mark.parametrize("case", typing_params())
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_canonical_dtypes_follow_mlx_typing(case: Case):
     g = trace_case(case)
     assert dtype_errors(g) == []
     assert dtype_errors(canon.canonicalize(g)) == []
 
 
-@pytest.mark.xfail(strict=True, reason=INT_COMPOSITE)
 def test_decompose_mean_of_int_is_float():
     g = _traced(lambda i: mx.mean(i, axis=-1), [("i", (1, 2), "int32")])
     out = canon.canonicalize(g)
@@ -376,7 +359,7 @@ CSE = [
     (cse_repeat, X(), {Op.EXP: 1, Op.ADD: 1}, None),
     (cse_products, X() + [("y", (4, 5), "float32")], {Op.MUL: 3, Op.SUB: 1, Op.CONST: 1}, None),
     (cse_chain, X(), {Op.MUL: 1, Op.SUM: 1, Op.DIV: 1}, None),
-    (cse_signed_zeros, X(), {Op.DIV: 2, Op.CONST: 2}, SIGNED_ZERO),
+    (cse_signed_zeros, X(), {Op.DIV: 2, Op.CONST: 2}, None),
 ]
 
 

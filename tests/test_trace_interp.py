@@ -21,16 +21,9 @@ from autoperfect.trace import TraceError, trace
 
 from op_table import CASES, Case, assert_close, bit_equal, eager, from_mx, make_inputs, to_mx, trace_case
 
-SIGN_NAN = "BUG: interp's sign(NaN) is NaN, MLX's mx.sign(NaN) is 0 (interp._sign keeps NaN)"
-TO_MLX_BOOL = "BUG: dtypes.to_mlx('bool') looks up mx.bool, which does not exist (MLX calls it mx.bool_)"
-
-WHERE_INTS = ("BUG: mx.where(c, 1, 0) is int32 in MLX; the tracer lifts two Python scalars as float32 "
-              "(Context.where passes 'float32' even when neither is a float, unlike Context.binary)")
-PROD_BOOL = "BUG: mx.prod of a bool array is int32 in MLX; the tracer keeps bool (it promotes only sum)"
 
 # (case, special values) pairs that fail because of a library bug listed in the report
-KNOWN_BUGS = {("unary_sign", True): SIGN_NAN, ("where_int_scalars", False): WHERE_INTS,
-              ("prod_bool", False): PROD_BOOL}
+KNOWN_BUGS: dict = {}  # library bugs this file pins, by case name: none open
 
 
 def draws(cases: list[Case]):
@@ -78,7 +71,6 @@ def test_float64_interpreter_matches_mlx(case: Case, specials: bool, graphs):
         assert_close(from_mx(value), ref, node.dtype, f"{case.name} output {k}")
 
 
-@pytest.mark.xfail(strict=True, reason=SIGN_NAN)
 def test_sign_of_nan_matches_mlx():
     g = trace(lambda x: mx.sign(x), [("x", (1,), "float32")])
     want = np.array(mx.sign(mx.array([np.nan])))
@@ -95,9 +87,7 @@ def _elementwise_float32(case: Case, g: Graph) -> bool:
 
 
 def _run_mlx_bug(case: Case, g: Graph) -> str | None:
-    if any(n.op is Op.CAST and n.dtype == "bool" for n in g.nodes):
-        return TO_MLX_BOOL
-    return KNOWN_BUGS.get((case.name, False)) if case.name == "where_int_scalars" else None
+    return KNOWN_BUGS.get((case.name, False))
 
 
 def _run_mlx_params():
@@ -127,7 +117,6 @@ def test_run_mlx_matches_eager(case: Case, exact: bool, graphs):
                 assert_close(from_mx(a), from_mx(b), dtypes.from_mlx(b.dtype), f"{case.name} output {k}")
 
 
-@pytest.mark.xfail(strict=True, reason=TO_MLX_BOOL)
 def test_to_mlx_knows_bool():
     assert dtypes.to_mlx("bool") == mx.bool_
 

@@ -27,7 +27,7 @@ UNARY = {
     Op.EXPM1: "expm1f({0})", Op.LOG: "logf({0})", Op.LOG1P: "log1pf({0})", Op.TANH: "tanhf({0})",
     Op.SIGMOID: "(1.0f / (1.0f + expf(-{0})))", Op.ERF: "erff({0})", Op.SIN: "sinf({0})",
     Op.COS: "cosf({0})", Op.FLOOR: "floorf({0})", Op.CEIL: "ceilf({0})",
-    Op.SIGN: "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : {0}))", Op.NOT: "(!{0})",
+    Op.SIGN: "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : 0.0f))", Op.NOT: "(!{0})",
     Op.ISNAN: "({0} != {0})", Op.ISINF: "(fabsf({0}) == INFINITY)",
 }
 BINARY = {
