@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes
 from .graph import Builder, Graph, Node, reduced_shape, validate
 from .interp import apply, const_array
-from .ops import COMPOSITE, ELEMENTWISE, PREDICATE, Op
+from .ops import COMPOSITE, ELEMENTWISE, PREDICATE, REDUCE, Op
 from .trace import const_attr
 
 
@@ -49,8 +49,18 @@ class Emitter:
         return self.b.add(Op.CAST, dtype, self.node(x).shape, [x], {"dtype": dtype}, self.old.loc)
 
     def reduce(self, op: Op, x: int, axes, keepdims: bool) -> int:
-        shape = reduced_shape(self.node(x).shape, axes, keepdims)
-        return self.emit(op, [x], shape=shape, axes=tuple(axes), keepdims=keepdims)
+        """One reduction per axis, innermost first: every kernel then reduces one axis (the last
+        one in parallel over rows), and the sizes a kernel divides by stay per-axis."""
+        shape = self.node(x).shape
+        for a in sorted(axes, reverse=True):
+            x = self.emit(op, [x], shape=reduced_shape(self.node(x).shape, (a,), True), axes=(a,), keepdims=True)
+        return x if keepdims else self.drop_axes(x, reduced_shape(shape, axes, False))
+
+    def drop_axes(self, x: int, shape) -> int:
+        shape = tuple(shape)
+        if self.node(x).shape == shape:
+            return x
+        return self.b.add(Op.RESHAPE, self.node(x).dtype, shape, [x], {"shape": shape}, self.old.loc)
 
 
 # A rule gets the emitter, the node being rewritten and its (already rewritten) sources; it returns
@@ -79,15 +89,20 @@ def rewrite(graph: Graph, rules: list[Rule], cse: bool = True) -> Graph:
 
 
 def _mean(e: Emitter, x: int, axes, keepdims: bool) -> int:
-    # sum / n: dividing by n rounds once, where multiplying by 1/n rounds twice
-    s = e.reduce(Op.SUM, x, axes, keepdims)
-    return e.emit(Op.DIV, [s, e.count(x, axes, e.node(s).dtype)])
+    # sum / n per axis: dividing by n rounds once (multiplying by 1/n rounds twice), and a mean of
+    # means keeps every divisor one axis's size, which a size-generic kernel reads at launch
+    shape = e.node(x).shape
+    for a in sorted(axes, reverse=True):
+        s = e.reduce(Op.SUM, x, (a,), True)
+        x = e.emit(Op.DIV, [s, e.count(x, (a,), e.node(s).dtype)])
+    return x if keepdims else e.drop_axes(x, reduced_shape(shape, axes, False))
 
 
 def _var(e: Emitter, x: int, axes, keepdims: bool, ddof: int) -> int:
-    # two passes, sum((x - mean)^2): the one-pass E[x^2] - E[x]^2 cancels catastrophically
-    mean = _mean(e, x, axes, True)
-    d = e.emit(Op.SUB, [x, mean])
+    # two passes, mean((x - mean)^2): the one-pass E[x^2] - E[x]^2 cancels catastrophically
+    d = e.emit(Op.SUB, [x, _mean(e, x, axes, True)])
+    if ddof == 0:
+        return _mean(e, e.emit(Op.MUL, [d, d]), axes, keepdims)
     ss = e.reduce(Op.SUM, e.emit(Op.MUL, [d, d]), axes, keepdims)
     return e.emit(Op.DIV, [ss, e.count(x, axes, e.node(ss).dtype, minus=ddof)])
 
@@ -99,9 +114,7 @@ def _lse(e: Emitter, x: int, axes, keepdims: bool) -> int:
     safe = e.emit(Op.WHERE, [e.emit(Op.ISINF, [m], dtype="bool"), e.const(0.0, dt), m])
     s = e.reduce(Op.SUM, e.emit(Op.EXP, [e.emit(Op.SUB, [x, safe])]), axes, True)
     out = e.emit(Op.ADD, [e.emit(Op.LOG, [s]), safe])
-    if not keepdims:
-        out = e.b.add(Op.RESHAPE, dt, e.old.shape, [out], {"shape": e.old.shape}, e.old.loc)
-    return out
+    return out if keepdims else e.drop_axes(out, e.old.shape)
 
 
 def decompose(e: Emitter, node: Node, srcs: list) -> int | None:
@@ -127,6 +140,13 @@ def decompose(e: Emitter, node: Node, srcs: list) -> int | None:
     if node.op is Op.LOG_SOFTMAX:
         return e.emit(Op.SUB, [x, _lse(e, x, axes, True)])
     return None
+
+
+def split_axes(e: Emitter, node: Node, srcs: list) -> int | None:
+    """A reduction over several axes becomes one reduction per axis (see Emitter.reduce)."""
+    if node.op not in REDUCE or len(node.attr("axes")) < 2:
+        return None
+    return e.reduce(node.op, srcs[0], node.attr("axes"), node.attr("keepdims"))
 
 
 # -- simplification ------------------------------------------------------------------------------
@@ -198,7 +218,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
 
 
 PASSES: list[tuple[str, Callable[[Graph], Graph]]] = [
-    ("decompose", lambda g: rewrite(g, [decompose])),
+    ("decompose", lambda g: rewrite(g, [decompose, split_axes])),
     ("small_powers", lambda g: rewrite(g, [small_powers])),
     ("fold_constants", lambda g: rewrite(g, [fold_constants])),
     ("identities", lambda g: rewrite(g, [identities])),

@@ -40,6 +40,15 @@ class Region:
     outputs: tuple[int, ...]       # nodes whose values leave the region (materialized)
     inputs: tuple[int, ...]        # external nodes the region reads (after views are resolved)
     reason: str = ""
+    axis: int | None = None        # the reduced axis when it is not the last: the loop moves it last
+
+    @property
+    def loop(self) -> tuple[int, ...]:
+        """Loop order: the domain's axes with the reduced one innermost."""
+        rank = len(self.domain)
+        if self.axis is None or self.axis == rank - 1:
+            return tuple(range(rank))
+        return tuple(a for a in range(rank) if a != self.axis) + (self.axis,)
 
     @property
     def reduces(self) -> bool:
@@ -67,7 +76,7 @@ class Partition:
             raise ValueError(f"regions of {d['op']} were made from another graph")
         regions = tuple(Region(r["index"], r["kind"], tuple(r["nodes"]), tuple(r["domain"]),
                                tuple(sorted((int(k), v) for k, v in r["spaces"].items())),
-                               tuple(r["outputs"]), tuple(r["inputs"]), r.get("reason", ""))
+                               tuple(r["outputs"]), tuple(r["inputs"]), r.get("reason", ""), r.get("axis"))
                         for r in d["regions"])
         decisions = tuple(Decision(x["producer"], x["consumer"], x["fused"], x["reason"]) for x in d["decisions"])
         return Partition(graph, regions, decisions)
@@ -82,7 +91,8 @@ class Partition:
                         "spaces": {str(k): v for k, v in r.spaces},
                         "inputs": list(r.inputs), "outputs": list(r.outputs),
                         "lines": sorted({g.nodes[i].loc for i in r.nodes if g.nodes[i].loc}),
-                        **({"reason": r.reason} if r.reason else {})})
+                        **({"reason": r.reason} if r.reason else {}),
+                        **({"axis": r.axis} if r.axis is not None else {})})
         kernels = sum(r.kind == "kernel" for r in self.regions)
         left = sum(r.kind == "mlx" for r in self.regions)
         computed = sum(1 for n in g.nodes if n.op in ELEMENTWISE or n.op in REDUCE)
@@ -97,8 +107,13 @@ def _class(r: Region) -> str:
     return "row" if r.reduces else "elementwise"
 
 
-def row_shapes(domain: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    return (domain[:-1] + (1,), domain[:-1]) if domain else ()
+def row_shapes(domain: tuple[int, ...], axis: int | None = None) -> tuple[tuple[int, ...], ...]:
+    """The shapes of per-row values: the domain reduced over `axis` (default: the last), with and
+    without the unit axis."""
+    if not domain:
+        return ()
+    a = len(domain) - 1 if axis is None else axis
+    return (domain[:a] + (1,) + domain[a + 1:], domain[:a] + domain[a + 1:])
 
 
 @dataclass
@@ -109,6 +124,11 @@ class _Group:
     nodes: list[int] = field(default_factory=list)
     spaces: dict[int, str] = field(default_factory=dict)
     reason: str = ""
+    axis: int | None = None  # reduced axis of a group whose loop moves it innermost (not the last)
+
+    @property
+    def loop_axis(self) -> int:
+        return len(self.domain) - 1 if self.axis is None else self.axis
 
 
 class _Fuser:
@@ -118,6 +138,7 @@ class _Fuser:
         self.home: dict[int, int] = {}  # node -> group index
         self.decisions: list[Decision] = []
         self.counter = 0
+        self.users = graph.users()
 
     # -- helpers ---------------------------------------------------------------------------------
     def base(self, i: int) -> int:
@@ -134,7 +155,7 @@ class _Fuser:
         n = self.g.nodes[s]
         src = n.srcs[0] if n.srcs else -1
         return (n.op is Op.RESHAPE and s not in self.home and self.home.get(src) == grp.index
-                and grp.spaces[src] == "row" and n.shape in row_shapes(grp.domain))
+                and grp.spaces[src] == "row" and n.shape in row_shapes(grp.domain, grp.axis))
 
     def inside(self, grp: _Group, n: Node) -> list[tuple[int, tuple[int, ...], str]]:
         """n's sources that are values of `grp`: (node, shape as n reads it, space)."""
@@ -191,16 +212,21 @@ class _Fuser:
             src = self.g.nodes[n.srcs[0]]
             if src.shape != dom:
                 return None, f"reduces {list(src.shape)}, the region iterates {list(dom)}"
+            if n.attr("axes") != (grp.loop_axis,):
+                return None, f"reduces axis {n.attr('axes')[0]}, the region's loop runs along axis {grp.loop_axis}"
             if inside and inside[0][2] != "elem":
                 return None, "reduces row values again (a reduction of a reduction is another pass over other data)"
             return "row", f"reduction over the last axis of the region's domain {list(dom)}"
         if n.shape == dom:
+            if grp.axis is not None:
+                return None, (f"per-element math after a reduction over axis {grp.axis}: a permuted loop "
+                              "would write it out of order, so a second kernel reads the row values")
             for s, shape, space in inside:
                 if space == "row" and shape != dom[:-1] + (1,) and len(dom) > 1:
                     return None, (f"%{s} {list(shape)} would broadcast along another axis than the one "
                                   "it was reduced over")
             return "elem", f"same domain {list(dom)}"
-        if n.shape in row_shapes(dom) and inside and all(space == "row" for _, _, space in inside):
+        if n.shape in row_shapes(dom, grp.axis) and inside and all(space == "row" for _, _, space in inside):
             if all(shape == n.shape or shape == () for _, shape, _ in inside):
                 return "row", f"per-row math on the row values of {list(dom)}"
         return None, f"shape {list(n.shape)} is neither the region's domain {list(dom)} nor its row shape"
@@ -220,7 +246,7 @@ class _Fuser:
                     if x.spaces[u] == "row" and space != "row":
                         return f"per-row %{u} would read per-element %{s}"
                     if x.spaces[u] == "elem" and space == "row" and len(a.domain) > 1 \
-                            and shape != a.domain[:-1] + (1,):
+                            and shape != row_shapes(a.domain, a.axis)[0]:
                         return f"%{s} {list(shape)} would broadcast along another axis"
         return None
 
@@ -239,26 +265,34 @@ class _Fuser:
         self.home[n.id] = grp.index
 
     def merge(self, into: _Group, other: _Group) -> None:
+        crossing = [(s, u) for u in into.nodes + other.nodes for s in self.g.nodes[u].srcs
+                    if {self.home.get(s), self.home[u]} == {into.index, other.index}]
         for i in other.nodes:
             self.home[i] = into.index
         into.nodes.extend(other.nodes)
         into.spaces.update(other.spaces)
         del self.groups[other.index]
+        for s, u in crossing:
+            self.decide(s, u, True, f"fan-in merge: both sides iterate {list(into.domain)}")
 
     def decide(self, producer: int, consumer: int, fused: bool, reason: str) -> None:
-        if all(d.producer != producer or d.consumer != consumer for d in self.decisions):
-            self.decisions.append(Decision(producer, consumer, fused, reason))
+        """Record the decision on one edge; a later decision (e.g. a pull) replaces an earlier one."""
+        self.decisions = [d for d in self.decisions if (d.producer, d.consumer) != (producer, consumer)]
+        self.decisions.append(Decision(producer, consumer, fused, reason))
 
     def visit(self, n: Node) -> None:
         if n.op in REDUCE:
             axes = n.attr("axes")
             rank = len(self.g.nodes[n.srcs[0]].shape)
-            if rank and tuple(axes) != (rank - 1,):
-                grp = self.new_group(n, "mlx", f"reduction over axes {list(axes)} of a rank-{rank} "
-                                               "array: only last-axis reductions are fused so far")
+            if rank and len(axes) != 1:
+                grp = self.new_group(n, "mlx", f"reduction over axes {list(axes)} at once (canonicalization "
+                                               "splits these; this one was not)")
                 for s in n.srcs:
                     if self.computed(self.base(s)):
                         self.decide(self.base(s), n.id, False, grp.reason)
+                return
+            if rank and axes[0] != rank - 1:
+                self.reduce_across(n, axes[0])
                 return
         sources = {s: self.base(s) for s in n.srcs if self.computed(self.base(s))}
         origin = {b: self.home[b] for b in sources.values()}  # groups before any merge below
@@ -282,6 +316,8 @@ class _Fuser:
                 problem = why.get(gi) or f"%{other.nodes[0]} is left to MLX ({other.reason})"
             elif other.domain != home.domain:
                 problem = f"domain {list(other.domain)} differs from {list(home.domain)}"
+            elif other.loop_axis != home.loop_axis:
+                problem = f"loops run along axis {other.loop_axis} and {home.loop_axis}"
             else:
                 problem = self.compatible(home, other)
             if problem is None and (self.reaches(home.index, gi, frozenset({gi}))
@@ -298,6 +334,41 @@ class _Fuser:
             if not fused and self.home[b] == home.index:
                 reason = self.views_of(home, n) or reason
             self.decide(b, n.id, fused, reason)
+
+    def reduce_across(self, n: Node, axis: int) -> None:
+        """A reduction over a middle axis: a new region whose loop moves that axis innermost, taking
+        in the elementwise chain that feeds only it (computed in the same permuted order)."""
+        grp = self.new_group(n)
+        grp.axis = axis
+        src = n.srcs[0]
+        if not self.computed(self.base(src)):
+            return
+        if self.pull(grp, src):
+            self.decide(src, n.id, True, f"single-consumer prologue of the reduction over axis {axis}, "
+                                         "computed in its loop order")
+        else:
+            self.decide(self.base(src), n.id, False, f"reduction over axis {axis} runs a permuted loop; "
+                                                     f"%{self.base(src)} is used elsewhere or is no elementwise "
+                                                     "value of the same shape, so it is materialized")
+
+    def pull(self, grp: _Group, i: int) -> bool:
+        """Move elementwise node i (and, recursively, its own single-consumer producers) into `grp`
+        when everything that uses it is already there."""
+        n = self.g.nodes[i]
+        old = self.groups.get(self.home.get(i, -1))
+        if (old is None or old is grp or old.kind != "kernel" or old.axis is not None
+                or "row" in old.spaces.values() or n.op not in ELEMENTWISE or n.shape != grp.domain
+                or i in self.g.outputs or not set(self.users[i]) <= set(grp.nodes)):
+            return False
+        old.nodes.remove(i)
+        del old.spaces[i]
+        if not old.nodes:
+            del self.groups[old.index]
+        self.place(grp, n, "elem")
+        for s in n.srcs:
+            if self.computed(s) and (self.home[s] == grp.index or self.pull(grp, s)):
+                self.decide(s, i, True, "same region (pulled into the permuted loop with its consumer)")
+        return True
 
     def run(self) -> Partition:
         for n in self.g.nodes:
@@ -326,7 +397,8 @@ class _Fuser:
                     if self.home.get(b) != gi and g.nodes[b].op is not Op.CONST and b not in ins:
                         ins.append(b)
             regions.append(Region(k, grp.kind, nodes, grp.domain, tuple(sorted(grp.spaces.items())),
-                                  tuple(i for i in nodes if i in materialize), tuple(ins), grp.reason))
+                                  tuple(i for i in nodes if i in materialize), tuple(ins), grp.reason,
+                                  grp.axis))
         decisions = tuple(sorted(set(self.decisions), key=lambda d: (d.consumer, d.producer)))
         return Partition(g, tuple(regions), decisions)
 

@@ -150,7 +150,10 @@ class KernelIR:
 class _Lowering:
     def __init__(self, partition: Partition, region: Region):
         self.p, self.r, self.g = partition, region, partition.graph
-        self.dims = region.domain or (1,)
+        self.natural = region.domain or (1,)
+        self.loop = region.loop or (0,)
+        self.axis = self.loop[-1]  # the reduced (innermost) axis, in the domain's own order
+        self.dims = tuple(self.natural[a] for a in self.loop)
         self.rank = len(self.dims)
         self.body: list[Instr] = []
         self.args: list[Arg] = []
@@ -169,10 +172,11 @@ class _Lowering:
         return self.memo[key]
 
     def site_target(self, node: Node, space: str) -> tuple[int, ...]:
-        """The shape a value is read at by `node`: the domain, or a row shape."""
+        """The shape a value is read at by `node`: the domain, or a row shape (domain order)."""
         if space == "elem":
-            return self.dims
-        return node.shape if node.shape in row_shapes(self.dims) else self.dims[:-1] + (1,)
+            return self.natural
+        rows = row_shapes(self.natural, self.axis)
+        return node.shape if node.shape in rows else rows[0]
 
     def load(self, src: int, node: Node, space: str) -> int:
         viewed = view_through(self.g, src, self.materialized)
@@ -185,8 +189,9 @@ class _Lowering:
             return self.const(self.g.nodes[base])
         target = self.site_target(node, space)
         s = align(shape, strides, target)
-        if space == "row" and len(target) < self.rank:
-            s = s + (0,)
+        if len(s) < self.rank:  # a row shape without the reduced axis: it is read with stride 0
+            s = s[:self.axis] + (0,) + s[self.axis:]
+        s = tuple(s[a] for a in self.loop)
         inner = "row" if space == "row" else {0: "broadcast", 1: "contiguous"}.get(s[-1], "strided")
         key = ("load", base, s, space)
         if key not in self.memo:
@@ -202,7 +207,7 @@ class _Lowering:
 
     def const(self, node: Node) -> int:
         size_of, minus = node.attr("size_of"), node.attr("minus", 0)
-        if size_of is not None and tuple(size_of) == (len(self.r.domain) - 1,) \
+        if size_of is not None and tuple(size_of) == (self.axis,) \
                 and const_array(node, "float64") == self.dims[-1] - minus:
             return self.emit(Op.CONST, node.dtype, "row", (), {"size": "last", "minus": minus})
         return self.emit(Op.CONST, node.dtype, "row", (), {"value": node.attr("value")})

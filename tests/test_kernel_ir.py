@@ -112,7 +112,7 @@ def test_kernel_abi_matches_region(case: Case):
         n_in = len(k.inputs)
         assert set(k.binds[:n_in]) == set(r.inputs)
         assert k.binds[n_in:] == r.outputs
-        assert k.launch.dims == (r.domain or (1,))
+        assert k.launch.dims == (tuple(r.domain[a] for a in r.loop) or (1,))
         assert k.kind == ("row" if r.reduces else "elementwise")
         assert k.bytes_moved() > 0
 
