@@ -122,6 +122,12 @@ def decompose(e: Emitter, node: Node, srcs: list) -> int | None:
     if node.op not in COMPOSITE:
         return None
     x, axes = srcs[0], node.attr("axes")
+    if node.op in (Op.ALL, Op.ANY):
+        # the min (all) or max (any) of 0/1 values, as float so every backend's reductions apply
+        truth = x if e.node(x).dtype == "bool" else e.emit(Op.NE, [x, e.const(0, e.node(x).dtype)])
+        found = e.reduce(Op.RMIN if node.op is Op.ALL else Op.RMAX, e.cast(truth, "float32"), axes,
+                         node.attr("keepdims"))
+        return e.cast(found, "bool")
     if e.node(x).dtype != node.dtype:  # mean of int32 is float32: compute in the result's type
         x = e.cast(x, node.dtype)
     if node.op is Op.MEAN:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 FLOATS = ("float32", "float16", "bfloat16")
-DTYPES = FLOATS + ("int32", "bool")
+DTYPES = FLOATS + ("int32", "uint32", "bool")
 
 # numpy has no bfloat16: the interpreter holds it in float32 and rounds after every step.
 _NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": np.float32,
-          "int32": np.int32, "bool": np.bool_}
+          "int32": np.int32, "uint32": np.uint32, "bool": np.bool_}
 EPS = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}  # unit roundoff
 TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}  # smallest normal
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1}
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4, "bool": 1}
 
 
 def check(name: str) -> str:
@@ -50,7 +50,7 @@ def promote(a: str, b: str) -> str:
     """MLX's promotion of two array dtypes (bool < int32 < floats; float16 with bfloat16 -> float32)."""
     if a == b:
         return a
-    order = {"bool": 0, "int32": 1}
+    order = {"bool": 0, "uint32": 1, "int32": 2}
     if a in order and b in order:
         return a if order[a] > order[b] else b
     if a in order:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
-from .ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+from .ops import ELEMENTWISE, MOVEMENT, OPAQUE, REDUCE, Op, op_class
 from .views import view_through
 
 
@@ -254,6 +254,8 @@ class _Fuser:
     def new_group(self, n: Node, kind: str = "kernel", reason: str = "") -> _Group:
         gi, self.counter = self.counter, self.counter + 1
         dom = self.g.nodes[n.srcs[0]].shape if n.op in REDUCE else n.shape
+        if kind == "mlx":
+            dom = n.shape
         grp = _Group(gi, dom, kind, reason=reason)
         self.groups[gi] = grp
         self.place(grp, n, "row" if n.op in REDUCE else "elem")
@@ -370,9 +372,20 @@ class _Fuser:
                 self.decide(s, i, True, "same region (pulled into the permuted loop with its consumer)")
         return True
 
+    def leave_to_mlx(self, n: Node) -> None:
+        """GEMM, scans and indexing run in MLX; what feeds them and what they feed fuse around them."""
+        why = {Op.MATMUL: "matmul stays with MLX (GEMM); its elementwise epilogue is fused after it"}.get(
+            n.op, f"{op_class(n.op).lower()} op {n.op.value} is left to MLX; fusion stops at it")
+        self.new_group(n, "mlx", why)
+        for s in n.srcs:
+            if self.computed(self.base(s)):
+                self.decide(self.base(s), n.id, False, why)
+
     def run(self) -> Partition:
         for n in self.g.nodes:
-            if n.op in ELEMENTWISE or n.op in REDUCE:
+            if n.op in OPAQUE:
+                self.leave_to_mlx(n)
+            elif n.op in ELEMENTWISE or n.op in REDUCE:
                 self.visit(n)
             elif n.op in MOVEMENT and view_through(self.g, n.id, frozenset(self.home)) is None:
                 grp = self.new_group(n, "mlx", f"a {n.op.value} of a non-contiguous view is no view: "

@@ -142,7 +142,7 @@ def validate(g: Graph) -> Graph:
             raise GraphError(f"{where}: id does not match position {i}")
         if any(s >= i or s < 0 for s in n.srcs):
             raise GraphError(f"{where}: sources {n.srcs} are not earlier nodes")
-        if len(n.srcs) != ARITY[n.op]:
+        if ARITY[n.op] is not None and len(n.srcs) != ARITY[n.op]:
             raise GraphError(f"{where}: expects {ARITY[n.op]} sources, has {len(n.srcs)}")
         dtypes.check(n.dtype)
         src = [g.nodes[s] for s in n.srcs]

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .graph import Graph, Node
-from .ops import Op
+from .ops import OPAQUE, Op
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -89,11 +89,62 @@ def _stable_logsumexp(x, axes, keepdims):
     return out if keepdims else np.squeeze(out, axis=axes)
 
 
+def slices(node: Node) -> tuple[slice, ...]:
+    """A SLICE node's index (a normalized negative stop means "past the front", not "from the end")."""
+    return tuple(slice(a, b if b >= 0 else None, c)
+                 for a, b, c in zip(node.attr("starts"), node.attr("stops"), node.attr("steps")))
+
+
+def _scan(node: Node, x: np.ndarray) -> np.ndarray:
+    axis = node.attr("axis")
+    step, unit = (np.cumsum, 0) if node.op is Op.CUMSUM else (np.cumprod, 1)
+    if node.attr("reverse"):
+        x = np.flip(x, axis)
+    out = step(x, axis=axis)
+    if not node.attr("inclusive"):  # shift by one: the first element is the identity
+        first = np.full_like(np.take(out, [0], axis=axis), unit)
+        out = np.concatenate([first, np.delete(out, -1, axis=axis)], axis=axis)
+    return np.flip(out, axis) if node.attr("reverse") else out
+
+
+def _opaque(node: Node, args: Sequence[np.ndarray], cont) -> np.ndarray:
+    """The ops fusion leaves to MLX, in numpy."""
+    op = node.op
+    floats = [a.astype(cont, copy=False) if a.dtype.kind == "f" and node.dtype in dtypes.FLOATS else a
+              for a in args]
+    if op is Op.MATMUL:
+        return np.matmul(*floats)
+    if op in (Op.CUMSUM, Op.CUMPROD):
+        return _scan(node, floats[0])
+    if op in (Op.ARGMAX, Op.ARGMIN):
+        (axis,) = node.attr("axes")
+        out = (np.argmax if op is Op.ARGMAX else np.argmin)(args[0], axis=axis)
+        return np.expand_dims(out, axis) if node.attr("keepdims") else out
+    if op is Op.SLICE:
+        return args[0][slices(node)]
+    if op is Op.CONCATENATE:
+        return np.concatenate(floats, axis=node.attr("axis"))
+    if op is Op.TAKE:
+        return np.take(floats[0], args[1], axis=node.attr("axis"))
+    shape = list(np.broadcast_shapes(args[0].shape, args[1].shape))
+    shape[node.attr("axis")] = args[1].shape[node.attr("axis")]
+    idx = np.broadcast_to(args[1], shape)
+    data_shape = list(shape)
+    data_shape[node.attr("axis")] = args[0].shape[node.attr("axis")]
+    return np.take_along_axis(np.broadcast_to(floats[0], data_shape), idx, axis=node.attr("axis"))
+
+
 def apply(node: Node, args: Sequence[np.ndarray], mode: str) -> np.ndarray:
     """One node's value from its sources' values, in `mode` ("float64" or "native")."""
     op = node.op
     cont = _container(node.dtype, mode)
     with np.errstate(all="ignore"):
+        if op in OPAQUE:
+            return _finish(_opaque(node, args, cont), node, mode)
+        if op in (Op.ALL, Op.ANY):
+            reduce = np.all if op is Op.ALL else np.any
+            return _finish(reduce(args[0] != 0, axis=node.attr("axes"), keepdims=node.attr("keepdims")), node,
+                           mode)
         if op is Op.CAST:
             x = args[0]
             if node.dtype in dtypes.FLOATS:
@@ -222,6 +273,30 @@ def mlx_apply(node: Node, args: list):
         return mx.transpose(args[0], node.attr("perm"))
     if op is Op.BROADCAST:
         return mx.broadcast_to(args[0], node.shape)
+    return _mlx_opaque(mx, node, args)
+
+
+def _mlx_opaque(mx, node: Node, args: list):
+    op = node.op
+    if op in (Op.ALL, Op.ANY):
+        return (mx.all if op is Op.ALL else mx.any)(args[0], axis=list(node.attr("axes")),
+                                                     keepdims=node.attr("keepdims"))
+    if op is Op.MATMUL:
+        return mx.matmul(*args)
+    if op in (Op.CUMSUM, Op.CUMPROD):
+        scan = mx.cumsum if op is Op.CUMSUM else mx.cumprod
+        return scan(args[0], axis=node.attr("axis"), reverse=node.attr("reverse"), inclusive=node.attr("inclusive"))
+    if op in (Op.ARGMAX, Op.ARGMIN):
+        (axis,) = node.attr("axes")
+        return (mx.argmax if op is Op.ARGMAX else mx.argmin)(args[0], axis=axis, keepdims=node.attr("keepdims"))
+    if op is Op.SLICE:
+        return args[0][slices(node)]
+    if op is Op.CONCATENATE:
+        return mx.concatenate(args, axis=node.attr("axis"))
+    if op is Op.TAKE:
+        return mx.take(args[0], args[1], axis=node.attr("axis"))
+    if op is Op.TAKE_ALONG_AXIS:
+        return mx.take_along_axis(args[0], args[1], axis=node.attr("axis"))
     raise NotImplementedError(f"no MLX rule for {op.value}")
 
 

@@ -66,10 +66,22 @@ class Op(str, Enum):
     LOGSUMEXP = "logsumexp"
     SOFTMAX = "softmax"
     LOG_SOFTMAX = "log_softmax"
+    ALL = "all"
+    ANY = "any"
     # movement (attrs: shape / perm)
     RESHAPE = "reshape"
     TRANSPOSE = "transpose"
     BROADCAST = "broadcast_to"
+    # left to MLX, never fused: fusion stops at them and fuses what they feed and what feeds them
+    MATMUL = "matmul"              # GEMM (attrs: none; batch dims broadcast)
+    CUMSUM = "cumsum"              # SCAN (attrs: axis, reverse, inclusive)
+    CUMPROD = "cumprod"
+    ARGMAX = "argmax"              # INDEXING (attrs: axis, keepdims); uint32 indices
+    ARGMIN = "argmin"
+    SLICE = "slice"                # (attrs: starts, stops, steps per axis)
+    CONCATENATE = "concatenate"    # (attrs: axis; any number of sources)
+    TAKE = "take"                  # (attrs: axis) srcs: array, indices
+    TAKE_ALONG_AXIS = "take_along_axis"
     # KernelIR only: reading an argument buffer, writing an output buffer
     LOAD = "load"
     STORE = "store"
@@ -87,7 +99,11 @@ BINARY = frozenset({
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.RMAX, Op.RMIN})
-COMPOSITE = frozenset({Op.MEAN, Op.VAR, Op.STD, Op.LOGSUMEXP, Op.SOFTMAX, Op.LOG_SOFTMAX})
+COMPOSITE = frozenset({Op.MEAN, Op.VAR, Op.STD, Op.LOGSUMEXP, Op.SOFTMAX, Op.LOG_SOFTMAX, Op.ALL, Op.ANY})
+GEMM = frozenset({Op.MATMUL})
+SCAN = frozenset({Op.CUMSUM, Op.CUMPROD})
+INDEXING = frozenset({Op.ARGMAX, Op.ARGMIN, Op.SLICE, Op.CONCATENATE, Op.TAKE, Op.TAKE_ALONG_AXIS})
+OPAQUE = GEMM | SCAN | INDEXING  # run by MLX between fused kernels
 MOVEMENT = frozenset({Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST})
 LEAF = frozenset({Op.INPUT, Op.CONST})
 COMPARE = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
@@ -99,7 +115,7 @@ PREDICATE = COMPARE | LOGICAL | frozenset({Op.ISNAN, Op.ISINF})  # ops whose res
 EXACT = frozenset({
     Op.NEG, Op.ABS, Op.SQUARE, Op.SQRT, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.SIGN, Op.ADD, Op.SUB,
     Op.MUL, Op.DIV, Op.MAX, Op.MIN, Op.WHERE, Op.CAST, Op.RMAX, Op.RMIN,
-}) | PREDICATE | LEAF | MOVEMENT
+}) | PREDICATE | LEAF | MOVEMENT | INDEXING
 
 # Worst error, in units in the last place of the result, allowed for one evaluation of each
 # approximated function: glibc documents <= 4 ulp for its scalar and vector (libmvec) float
@@ -110,16 +126,15 @@ ULP_BOUND = {
 }
 
 ARITY = {**{op: 1 for op in UNARY}, **{op: 2 for op in BINARY}, Op.WHERE: 3,
-         **{op: 1 for op in REDUCE | COMPOSITE | MOVEMENT}, Op.INPUT: 0, Op.CONST: 0, Op.LOAD: 0,
-         Op.STORE: 1}
+         **{op: 1 for op in REDUCE | COMPOSITE | MOVEMENT | SCAN}, Op.INPUT: 0, Op.CONST: 0, Op.LOAD: 0,
+         Op.STORE: 1, Op.MATMUL: 2, Op.ARGMAX: 1, Op.ARGMIN: 1, Op.SLICE: 1, Op.CONCATENATE: None,
+         Op.TAKE: 2, Op.TAKE_ALONG_AXIS: 2}  # None: any number
 
 
 def op_class(op: Op) -> str:
-    """The fusion class of an op (the names issue 3 extends with SCAN, GEMM, INDEXING...)."""
-    if op in ELEMENTWISE:
-        return "ELEMENTWISE"
-    if op in REDUCE or op in COMPOSITE:
-        return "REDUCTION"
-    if op in MOVEMENT:
-        return "MOVEMENT"
+    """The fusion class of an op: what fusion may do with it."""
+    for name, group in (("ELEMENTWISE", ELEMENTWISE), ("REDUCTION", REDUCE | COMPOSITE), ("SCAN", SCAN),
+                        ("GEMM", GEMM), ("MOVEMENT/VIEW", MOVEMENT), ("INDEXING", INDEXING)):
+        if op in group:
+            return name
     return "LEAF"

@@ -65,7 +65,7 @@ class Tracer:
         return self.shape[0]
 
     def __getitem__(self, key):
-        raise TraceError(f"array indexing/slicing is not supported by the tracer yet at {user_line()}")
+        return self._ctx.index(self, key)
 
     def __getattr__(self, name: str):
         method = _METHODS.get(name)
@@ -105,6 +105,8 @@ for _name, _op in {"lt": Op.LT, "le": Op.LE, "gt": Op.GT, "ge": Op.GE, "eq": Op.
     setattr(Tracer, f"__{_name}__", _binary_rule(_op))
 Tracer.__rand__ = _binary_rule(Op.AND, swap=True)
 Tracer.__ror__ = _binary_rule(Op.OR, swap=True)
+Tracer.__matmul__ = lambda self, other: self._ctx.matmul(self, other)
+Tracer.__rmatmul__ = lambda self, other: self._ctx.matmul(other, self)
 Tracer.__neg__ = lambda self: self._ctx.unary(Op.NEG, self)
 Tracer.__pos__ = lambda self: self
 Tracer.__abs__ = lambda self: self._ctx.unary(Op.ABS, self)
@@ -114,7 +116,8 @@ Tracer.__hash__ = object.__hash__
 _METHODS = {m: m for m in (
     "astype", "reshape", "transpose", "sum", "mean", "max", "min", "prod", "var", "std", "logsumexp",
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "sin", "cos", "flatten",
-    "swapaxes", "squeeze", "broadcast_to")}
+    "swapaxes", "squeeze", "broadcast_to", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
+    "moveaxis", "split")}
 
 # mx function name -> unary op; every name here is traced by one generic rule.
 UNARY_FUNCTIONS = {
@@ -131,7 +134,7 @@ BINARY_FUNCTIONS = {
     "logical_or": Op.OR,
 }
 REDUCE_FUNCTIONS = {"sum": Op.SUM, "prod": Op.PROD, "max": Op.RMAX, "min": Op.RMIN, "mean": Op.MEAN,
-                    "logsumexp": Op.LOGSUMEXP}
+                    "logsumexp": Op.LOGSUMEXP, "all": Op.ALL, "any": Op.ANY}
 assert set(UNARY_FUNCTIONS.values()) | {Op.CAST} == UNARY and set(BINARY_FUNCTIONS.values()) == BINARY
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "newaxis": None}
 
@@ -245,6 +248,8 @@ class _Context:
             dtype = "float32"
         if op in (Op.SUM, Op.PROD) and dtype == "bool":
             dtype = "int32"
+        if op in (Op.ALL, Op.ANY):
+            dtype = "bool"
         attrs = {"axes": axes, "keepdims": bool(keepdims), **extra}
         return self.add(op, dtype, reduced_shape(x.shape, axes, bool(keepdims)), [x], attrs)
 
@@ -261,6 +266,112 @@ class _Context:
             return x
         return self.add(Op.RESHAPE, x.dtype, shape, [x], {"shape": tuple(shape)})
 
+    def matmul(self, a: Any, b: Any) -> Tracer:
+        a, b = self.lift(a), self.lift(b)
+        try:
+            shape = _matmul_shape(a.shape, b.shape)
+        except GraphError as e:
+            raise TraceError(f"matmul: {e} at {user_line()}") from None
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        return self.add(Op.MATMUL, dtype, shape, [self.cast(a, dtype), self.cast(b, dtype)])
+
+    def index(self, x: Tracer, key: Any) -> Tracer:
+        """Static basic indexing: ints, slices, None and one Ellipsis (a SLICE, then a reshape)."""
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is not None and k is not Ellipsis and not isinstance(k, (int, slice)) for k in key):
+            raise TraceError(f"only static indexing (ints, slices, None, ...) is supported at {user_line()}")
+        if sum(k is Ellipsis for k in key) > 1:
+            raise TraceError(f"an index can have only one Ellipsis at {user_line()}")
+        used = sum(k is not None and k is not Ellipsis for k in key)
+        if used > x.ndim:
+            raise TraceError(f"too many indices for an array of shape {list(x.shape)} at {user_line()}")
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1:]
+        key = key + (slice(None),) * (x.ndim - used)
+        starts, stops, steps, shape, axis = [], [], [], [], 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+                continue
+            size = x.shape[axis]
+            if isinstance(k, int):
+                if not -size <= k < size:
+                    raise TraceError(f"index {k} is out of bounds for axis {axis} of size {size} at {user_line()}")
+                k = k % size
+                starts.append(k), stops.append(k + 1), steps.append(1)
+            else:
+                start, stop, step = k.indices(size)
+                starts.append(start), stops.append(stop), steps.append(step)
+                shape.append(len(range(start, stop, step)))
+            axis += 1
+        sliced_shape = tuple(len(range(a, b, c)) for a, b, c in zip(starts, stops, steps))
+        out = x
+        if (tuple(starts), tuple(stops), tuple(steps)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
+            out = self.add(Op.SLICE, x.dtype, sliced_shape, [x],
+                           {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)})
+        return self.reshape(out, shape)
+
+    def concatenate(self, arrays: Sequence[Any], axis: int) -> Tracer:
+        xs = [self.lift(a, "float32") for a in arrays]
+        if not xs:
+            raise TraceError(f"concatenate of nothing at {user_line()}")
+        rank = xs[0].ndim
+        axis = axis % rank if rank else 0
+        if any(t.ndim != rank or t.shape[:axis] + t.shape[axis + 1:] != xs[0].shape[:axis] + xs[0].shape[axis + 1:]
+               for t in xs):
+            raise TraceError(f"concatenate: shapes {[list(t.shape) for t in xs]} differ off axis {axis} "
+                             f"at {user_line()}")
+        dtype = xs[0].dtype
+        for t in xs[1:]:
+            dtype = dtypes.promote(dtype, t.dtype)
+        shape = xs[0].shape[:axis] + (sum(t.shape[axis] for t in xs),) + xs[0].shape[axis + 1:]
+        return self.add(Op.CONCATENATE, dtype, shape, [self.cast(t, dtype) for t in xs], {"axis": axis})
+
+    def scan(self, op: Op, x: Any, axis: Any, reverse: bool, inclusive: bool) -> Tracer:
+        x = self.lift(x, "float32")
+        if axis is None:
+            x, axis = self.reshape(x, (x.size,)), 0
+        (axis,) = self.axes(x, axis)
+        dtype = "int32" if x.dtype == "bool" else x.dtype
+        return self.add(op, dtype, x.shape, [self.cast(x, dtype)],
+                        {"axis": axis, "reverse": bool(reverse), "inclusive": bool(inclusive)})
+
+    def arg_reduce(self, op: Op, x: Any, axis: Any, keepdims: bool) -> Tracer:
+        x = self.lift(x, "float32")
+        if axis is None:
+            x, axis = self.reshape(x, (x.size,)), 0
+        axes = self.axes(x, axis)
+        return self.add(op, "uint32", reduced_shape(x.shape, axes, bool(keepdims)), [x],
+                        {"axes": axes, "keepdims": bool(keepdims)})
+
+    def take(self, x: Any, indices: Any, axis: Any) -> Tracer:
+        x, idx = self.lift(x, "float32"), self.lift(indices, "int32")
+        if idx.dtype not in ("int32", "uint32"):
+            raise TraceError(f"take: indices must be integers, not {idx.dtype} at {user_line()}")
+        if axis is None:
+            x, axis = self.reshape(x, (x.size,)), 0
+        (axis,) = self.axes(x, axis)
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        return self.add(Op.TAKE, x.dtype, shape, [x, idx], {"axis": axis})
+
+    def take_along_axis(self, x: Any, indices: Any, axis: Any) -> Tracer:
+        x, idx = self.lift(x, "float32"), self.lift(indices, "int32")
+        if axis is None:
+            x, axis = self.reshape(x, (x.size,)), 0
+            idx = self.reshape(idx, (idx.size,))
+        (axis,) = self.axes(x, axis)
+        if idx.ndim != x.ndim:
+            raise TraceError(f"take_along_axis: indices of rank {idx.ndim} for an array of rank {x.ndim} "
+                             f"at {user_line()}")
+        try:
+            others = broadcast_shapes(x.shape[:axis] + (1,) + x.shape[axis + 1:],
+                                      idx.shape[:axis] + (1,) + idx.shape[axis + 1:])
+        except GraphError as e:
+            raise TraceError(f"take_along_axis: {e} at {user_line()}") from None
+        shape = others[:axis] + (idx.shape[axis],) + others[axis + 1:]
+        return self.add(Op.TAKE_ALONG_AXIS, x.dtype, shape, [x, idx], {"axis": axis})
+
     def transpose(self, x: Tracer, perm: Sequence[int] | None = None) -> Tracer:
         perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(p % x.ndim for p in perm)
         if sorted(perm) != list(range(x.ndim)):
@@ -268,6 +379,20 @@ class _Context:
         if perm == tuple(range(x.ndim)):
             return x
         return self.add(Op.TRANSPOSE, x.dtype, [x.shape[p] for p in perm], [x], {"perm": perm})
+
+
+def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    if not a or not b:
+        raise GraphError("matmul of a 0-d array")
+    a2, b2 = (1,) + a if len(a) == 1 else a, b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise GraphError(f"matmul of {list(a)} and {list(b)}: inner sizes {a2[-1]} and {b2[-2]} differ")
+    out = broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
 
 
 def _weak_dtype(kind: str, like: str | None) -> str:
@@ -321,6 +446,58 @@ class Namespace:
         axes = self._ctx.axes(x, axis)
         dtype = x.dtype if x.dtype in dtypes.FLOATS else "float32"
         return self._ctx.add(op, dtype, x.shape, [x], {"axes": axes})
+
+    def matmul(self, a, b, *, stream=None):
+        return self._ctx.matmul(a, b)
+
+    def cumsum(self, x, axis=None, *, reverse=False, inclusive=True, stream=None):
+        return self._ctx.scan(Op.CUMSUM, x, axis, reverse, inclusive)
+
+    def cumprod(self, x, axis=None, *, reverse=False, inclusive=True, stream=None):
+        return self._ctx.scan(Op.CUMPROD, x, axis, reverse, inclusive)
+
+    def argmax(self, x, axis=None, keepdims=False, *, stream=None):
+        return self._ctx.arg_reduce(Op.ARGMAX, x, axis, keepdims)
+
+    def argmin(self, x, axis=None, keepdims=False, *, stream=None):
+        return self._ctx.arg_reduce(Op.ARGMIN, x, axis, keepdims)
+
+    def concatenate(self, arrays, axis=0, *, stream=None):
+        return self._ctx.concatenate(arrays, axis)
+
+    def stack(self, arrays, axis=0, *, stream=None):
+        return self._ctx.concatenate([self.expand_dims(a, axis) for a in arrays], axis)
+
+    def split(self, x, indices_or_sections, axis=0, *, stream=None):
+        x = self._ctx.lift(x)
+        (axis,) = self._ctx.axes(x, axis)
+        size = x.shape[axis]
+        if isinstance(indices_or_sections, int):
+            if size % indices_or_sections:
+                raise TraceError(f"split: {size} is not divisible into {indices_or_sections} at {user_line()}")
+            step = size // indices_or_sections
+            bounds = list(range(step, size, step))
+        else:
+            bounds = [int(i) for i in indices_or_sections]
+        edges = [0] + bounds + [size]
+        index = [slice(None)] * x.ndim
+        parts = []
+        for lo, hi in zip(edges, edges[1:]):
+            index[axis] = slice(lo, hi)
+            parts.append(self._ctx.index(x, tuple(index)))
+        return parts
+
+    def take(self, x, indices, axis=None, *, stream=None):
+        return self._ctx.take(x, indices, axis)
+
+    def take_along_axis(self, x, indices, axis=None, *, stream=None):
+        return self._ctx.take_along_axis(x, indices, axis)
+
+    def moveaxis(self, x, source, destination, *, stream=None):
+        x = self._ctx.lift(x)
+        perm = [a for a in range(x.ndim) if a != source % x.ndim]
+        perm.insert(destination % x.ndim, source % x.ndim)
+        return self._ctx.transpose(x, perm)
 
     def clip(self, x, a_min, a_max, *, stream=None):
         if a_min is not None:

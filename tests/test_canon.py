@@ -87,6 +87,8 @@ DECOMPOSE = [
     ("softmax", lambda: _traced(lambda x: mx.softmax(x, axis=-1)), Op.SOFTMAX,
      {Op.RMAX, Op.SUB, Op.EXP, Op.SUM, Op.DIV}),
     ("log_softmax", hand_log_softmax, Op.LOG_SOFTMAX, {Op.RMAX, Op.SUB, Op.EXP, Op.SUM, Op.LOG}),
+    ("all", lambda: _traced(lambda x: mx.all(x > 0, axis=-1)), Op.ALL, {Op.RMIN, Op.CAST}),
+    ("any", lambda: _traced(lambda x: mx.any(x, axis=0)), Op.ANY, {Op.RMAX, Op.NE, Op.CAST}),
 ]
 
 

@@ -1,5 +1,10 @@
-"""The C-family renderer: KernelIR -> C source. One table maps ops to expressions; subclasses (CPU
-now, CUDA and Metal later) change a few knobs: qualifiers, loop spellings, type names.
+"""The C-family renderers: KernelIR -> C, CUDA or Metal source. One table maps ops to expressions;
+each target changes a few knobs: function spellings, qualifiers, thread indices, barriers, types.
+
+`CFamily` renders values (the op table, constants, casts, row offsets) the same way for every
+target. `CRenderer` is the CPU's loop nest (OpenMP threads, SIMD loops). `SimtRenderer` is the
+structure CUDA and Metal share: a grid-stride elementwise loop, and row kernels with a group of
+threads per row; backends/cuda.py and backends/metal.py spell it out.
 
 Per-element values are computed in float whatever their storage type; float16 and bfloat16 results
 are rounded after every op, as the reference does, so exact ops stay bit-exact.
@@ -7,6 +12,7 @@ are rounded after every op, as the reference does, so exact ops stay bit-exact.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -81,22 +87,21 @@ class Schedule:
     vector_math: bool = False  # vectorized libm (glibc's libmvec, <= 4 ulp) instead of scalar calls
 
 
-class CRenderer:
-    """KernelIR -> a C function `void NAME(void **bufs, const int64_t *dims, const int64_t *strides)`."""
+class CFamily:
+    """What every C-family target renders alike: values, constants, casts, the op table and the
+    per-row base offsets. A target supplies `load` (how a value is read) and a few spellings."""
 
-    function_prefix = ""
-    parallel_for = "#pragma omp parallel for schedule(static)"
-    simd = "#pragma omp simd"
-    includes = ("stdint.h", "math.h")
+    unary = UNARY
+    binary = BINARY
 
-    def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
+    def __init__(self, kernel: KernelIR, schedule):
         self.k, self.s = kernel, schedule
         self.check()
 
     def check(self) -> None:
         for ins in self.k.body:
-            if ins.dtype == "int32" or (ins.op in (Op.LOAD, Op.STORE) and ins.dtype == "int32"):
-                raise Unsupported(f"integer arithmetic ({ins.op.value} on int32) is not rendered yet")
+            if ins.dtype in ("int32", "uint32"):
+                raise Unsupported(f"integer arithmetic ({ins.op.value} on {ins.dtype}) is not rendered yet")
             if ins.op not in UNARY and ins.op not in BINARY and ins.op not in REDUCTIONS and ins.op not in (
                     Op.LOAD, Op.STORE, Op.CONST, Op.WHERE, Op.CAST):
                 raise Unsupported(f"no C rendering for {ins.op.value}")
@@ -109,13 +114,11 @@ class CRenderer:
     def round(self, expr: str, dtype: str) -> str:
         return {"float16": f"ap_round_f16({expr})", "bfloat16": f"ap_round_bf16({expr})"}.get(dtype, expr)
 
+    def literal(self, value: float) -> str:
+        return c_float(value)
+
     def load(self, ins: Instr) -> str:
-        a = ins.attr("arg")
-        arg = self.k.args[a]
-        index = {"contiguous": f"b{a} + j", "broadcast": f"b{a}", "strided": f"b{a} + j * s{a}",
-                 "row": f"b{a}"}[arg.inner if ins.space == "elem" else "row"]
-        raw = f"in{a}[{index}]"
-        return {"bfloat16": f"ap_bf16_load({raw})", "float16": f"(float){raw}"}.get(arg.dtype, raw)
+        raise NotImplementedError
 
     def expr(self, ins: Instr) -> str:
         srcs = [self.name(s) for s in ins.srcs]
@@ -126,7 +129,7 @@ class CRenderer:
                 return f"(float)(N - {ins.attr('minus')})"
             node = Node(0, Op.CONST, ins.dtype, (), (), make_attrs({"value": ins.attr("value")}))
             value = const_array(node, "native").item()
-            return c_float(value) if ins.dtype in dtypes.FLOATS else str(int(value))
+            return self.literal(value) if ins.dtype in dtypes.FLOATS else str(int(value))
         if ins.op is Op.CAST:
             src = self.k.body[ins.srcs[0]]
             if ins.dtype == "bool":
@@ -134,8 +137,56 @@ class CRenderer:
             return self.round(f"(float){srcs[0]}" if src.dtype == "bool" else srcs[0], ins.dtype)
         if ins.op is Op.WHERE:
             return self.round(f"({srcs[0]} ? {srcs[1]} : {srcs[2]})", ins.dtype)
-        table = UNARY if ins.op in UNARY else BINARY
+        table = self.unary if ins.op in UNARY else self.binary
         return self.round(table[ins.op].format(*srcs), ins.dtype)
+
+    def declare(self, i: int) -> str:
+        return f"const {VALUE[self.k.body[i].dtype]} {self.name(i)} = {self.expr(self.k.body[i])};"
+
+    # -- row offsets ------------------------------------------------------------------------------
+    def dim(self, d: int) -> str:
+        return f"dims[{d}]"
+
+    def stride(self, a: int, d: int) -> str:
+        return f"strides[{a * self.k.rank + d}]"
+
+    def offsets(self, indent: str) -> list[str]:
+        """Per-row base offset of every input, from the row index and the launch strides."""
+        k = self.k
+        lines = [f"{indent}int64_t rem = r;"] if k.rank > 1 else []
+        coords = []
+        for d in range(k.rank - 2, -1, -1):
+            if d == 0:
+                lines.append(f"{indent}const int64_t c0 = rem;")
+            else:
+                lines.append(f"{indent}const int64_t c{d} = rem % {self.dim(d)}; rem /= {self.dim(d)};")
+            coords.append(d)
+        for a in range(len(k.inputs)):
+            terms = [f"c{d} * {self.stride(a, d)}" for d in sorted(coords)]
+            lines.append(f"{indent}const int64_t b{a} = {' + '.join(terms) or '0'};")
+        if k.rank > 1:
+            lines.append(f"{indent}(void)rem;")
+        return lines
+
+
+class CRenderer(CFamily):
+    """KernelIR -> a C function `void NAME(void **bufs, const int64_t *dims, const int64_t *strides)`."""
+
+    function_prefix = ""
+    parallel_for = "#pragma omp parallel for schedule(static)"
+    simd = "#pragma omp simd"
+    includes = ("stdint.h", "math.h")
+
+    def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
+        super().__init__(kernel, schedule)
+
+    def load(self, ins: Instr) -> str:
+        a = ins.attr("arg")
+        arg = self.k.args[a]
+        index = {"contiguous": f"b{a} + j", "broadcast": f"b{a}", "strided": f"b{a} + j * s{a}",
+                 "row": f"b{a}"}[arg.inner if ins.space == "elem" else "row"]
+        raw = f"in{a}[{index}]"
+        return {"bfloat16": f"ap_bf16_load({raw})", "float16": f"(float){raw}"}.get(arg.dtype, raw)
 
     def assign(self, i: int) -> str:
         ins = self.k.body[i]
@@ -145,7 +196,7 @@ class CRenderer:
             value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"(_Float16){v}",
                      "bool": f"(uint8_t){v}"}.get(self.k.args[a].dtype, v)
             return f"out{a}[{'r * N + j' if ins.space == 'elem' else 'r'}] = {value};"
-        return f"const {VALUE[ins.dtype]} {self.name(i)} = {self.expr(ins)};"
+        return self.declare(i)
 
     # -- structure ----------------------------------------------------------------------------------
     def header(self) -> list[str]:
@@ -161,24 +212,6 @@ class CRenderer:
         for a, arg in enumerate(k.inputs):
             if arg.inner == "strided":
                 lines.append(f"  const int64_t s{a} = strides[{a * k.rank + k.rank - 1}];")
-        return lines
-
-    def offsets(self, indent: str) -> list[str]:
-        """Per-row base offset of every input, from the row index and the launch strides."""
-        k = self.k
-        lines = [f"{indent}int64_t rem = r;"] if k.rank > 1 else []
-        coords = []
-        for d in range(k.rank - 2, -1, -1):
-            if d == 0:
-                lines.append(f"{indent}const int64_t c0 = rem;")
-            else:
-                lines.append(f"{indent}const int64_t c{d} = rem % dims[{d}]; rem /= dims[{d}];")
-            coords.append(d)
-        for a in range(len(k.inputs)):
-            terms = [f"c{d} * strides[{a * k.rank + d}]" for d in sorted(coords)]
-            lines.append(f"{indent}const int64_t b{a} = {' + '.join(terms) or '0'};")
-        if k.rank > 1:
-            lines.append(f"{indent}(void)rem;")
         return lines
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
@@ -251,6 +284,210 @@ class CRenderer:
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         return lines
+
+
+@dataclass(frozen=True)
+class GpuSchedule:
+    """Knobs of a GPU variant: threads per block; threads per row in row kernels (0: the whole
+    block; 32 or fewer: rows share a warp and reduce with shuffles alone); elements per thread step
+    (vector loads where the access class allows); and up to how many vectors per thread a row
+    kernel keeps in registers between its passes over a row (more than that: it reads them again)."""
+    name: str = "default"
+    block: int = 256
+    group: int = 0
+    vector: int = 4
+    cache: int = 8
+
+    @property
+    def row_threads(self) -> int:
+        return self.group or self.block
+
+
+# reduction -> (identity, combining functor the SIMT preludes define; max/min propagate NaN)
+SIMT_REDUCTIONS = {Op.SUM: ("0.0f", "ApSum"), Op.PROD: ("1.0f", "ApProd"), Op.RMAX: ("-INFINITY", "ApMax"),
+                   Op.RMIN: ("INFINITY", "ApMin")}
+SECTION = "//// {}"
+
+
+class SimtRenderer(CFamily):
+    """KernelIR -> the body of a GPU kernel whose signature the framework writes (MLX's cuda_kernel
+    and metal_kernel): inputs `in{a}`, outputs `out{a}` (a = argument index), the domain sizes and
+    input strides as template constants `D{d}` and `S{a}_{d}`, so one source serves every shape.
+
+    Elementwise: a grid-stride loop, W = V elements per thread step when rows start on vector
+    boundaries and no input is strided along the row (else W = 1). Row kernels: G threads per row
+    walk it in chunks of W, pass by pass (schedule.plan); each pass reduces within a warp by
+    shuffles, then across warps through group-shared memory; loads used by several passes stay in
+    registers when the row is short enough. A subclass spells threads, barriers, types and loads."""
+
+    thread = block_index = ""         # thread in its block, block in the grid
+    global_thread = grid_threads = "" # thread in the grid, threads in the grid
+    shared = ""                       # qualifier of group-shared arrays
+    unroll = "#pragma unroll ({})"
+    storage: dict[str, str] = {}
+    to_storage: dict[str, str] = {}   # dtype -> format converting a float (or int) value for storage
+    vector_load = ""                  # statement filling ApVec {name} from pointer {ptr}
+    vector_store = ""                 # statement writing ApVec {name} to pointer {ptr}
+    aligned_check = ""                # format testing one pointer's alignment to W elements ("": none)
+    prelude = ""
+
+    def __init__(self, kernel: KernelIR, schedule: GpuSchedule = GpuSchedule()):
+        super().__init__(kernel, schedule)
+        self.plan = plan(kernel)
+        uses = [set(self._contiguous(rp.elem)) for rp in self.plan.passes] + [set(self._contiguous(self.plan.final_elem))]
+        self.cached = {i for i in set().union(*uses) if sum(i in u for u in uses) > 1}
+        self.first_use = {i: next(p for p, u in enumerate(uses) if i in u) for i in self.cached}
+
+    # -- the ABI ------------------------------------------------------------------------------------
+    def templates(self) -> list[str]:
+        k = self.k
+        return [f"D{d}" for d in range(k.rank)] + [self.stride(a, d) for a in range(len(k.inputs))
+                                                    for d in range(k.rank)]
+
+    def dim(self, d: int) -> str:
+        return f"D{d}"
+
+    def stride(self, a: int, d: int) -> str:
+        return f"S{a}_{d}"
+
+    def _contiguous(self, ids) -> list[int]:
+        """Loads in `ids` read W consecutive elements per chunk (one vector)."""
+        return [i for i in ids if self.k.body[i].op is Op.LOAD and self.k.body[i].space == "elem"
+                and self.k.args[self.k.body[i].attr("arg")].inner == "contiguous"]
+
+    def load(self, ins: Instr) -> str:
+        a = ins.attr("arg")
+        inner = self.k.args[a].inner if ins.space == "elem" else "row"
+        if inner == "contiguous":
+            return f"ap_from(L{ins.id}.v[u])"
+        index = f"b{a} + (j + u) * {self.stride(a, self.k.rank - 1)}" if inner == "strided" else f"b{a}"
+        return f"ap_from(in{a}[{index}])"
+
+    # -- structure ----------------------------------------------------------------------------------
+    def constants(self) -> list[str]:
+        k, s = self.k, self.s
+        outer = " * ".join(f"(int64_t)D{d}" for d in range(k.rank - 1)) or "1"
+        elem_in = [(a, arg) for a, arg in enumerate(k.inputs) if arg.space == "elem"]
+        if any(arg.inner == "strided" for _, arg in elem_in):
+            vec = "false"
+        else:
+            starts = [f"{self.stride(a, d)} % V == 0" for a, arg in elem_in if arg.inner == "contiguous"
+                      for d in range(k.rank - 1)]
+            vec = " && ".join(["V > 1", "N % V == 0", *starts])
+        lines = [f"  constexpr int64_t N = D{k.rank - 1};", f"  constexpr int64_t R = {outer};",
+                 f"  constexpr int V = {s.vector};", f"  constexpr bool VEC = {vec};",
+                 "  constexpr int W = VEC ? V : 1;"]
+        pointers = [f"in{a}" for a, arg in elem_in if arg.inner == "contiguous"]
+        pointers += [f"out{a}" for a, arg in enumerate(k.args) if arg.role == "out" and arg.space == "elem"]
+        if self.aligned_check:
+            checks = " && ".join(["VEC", *(self.aligned_check.format(p) for p in pointers)])
+            lines.append(f"  const bool aligned = {checks};")
+        return lines
+
+    def chunk(self, indent: str, elem: tuple[int, ...], reduces: tuple[int, ...] = (), p: int = 0) -> list[str]:
+        """One thread step at (row r, columns j..j+W-1): vector loads, W lanes of per-element math
+        (accumulating `reduces`), vector stores. `p` numbers the pass, for the register cache."""
+        k, lines = self.k, []
+        for i in self._contiguous(elem):
+            a = k.body[i].attr("arg")
+            fetch = self.vector_load.format(name=f"L{i}", ptr=f"in{a} + b{a} + j")
+            lines.append(f"ApVec<{self.storage[k.args[a].dtype]}, W> L{i};")
+            if i in self.cached and self.first_use[i] < p:
+                lines.append(f"if (CACHE) L{i} = C{i}[CACHE ? k : 0]; else {{ {fetch} }}")
+            else:
+                lines.append(fetch)
+                if i in self.cached:
+                    lines.append(f"if (CACHE) C{i}[CACHE ? k : 0] = L{i};")
+        stores = [i for i in elem if k.body[i].op is Op.STORE]
+        lines += [f"ApVec<{self.storage[k.args[k.body[i].attr('arg')].dtype]}, W> O{i};" for i in stores]
+        lines += ["#pragma unroll", "for (int u = 0; u < W; u++) {"]
+        for i in elem:
+            ins = k.body[i]
+            if ins.op is Op.STORE:
+                dtype = k.args[ins.attr("arg")].dtype
+                value = self.to_storage.get(dtype, "{}").format(self.name(ins.srcs[0]))
+                lines.append(f"  O{i}.v[u] = {value};")
+            else:
+                lines.append(f"  {self.declare(i)}")
+        for r in reduces:
+            acc = f"a{r}"
+            lines.append(f"  {acc} = {SIMT_REDUCTIONS[k.body[r].op][1]}()({acc}, {self.name(k.body[r].srcs[0])});")
+        lines.append("}")
+        for i in stores:
+            a = k.body[i].attr("arg")
+            lines.append(self.vector_store.format(name=f"O{i}", ptr=f"out{a} + r * N + j"))
+        return [indent + line for line in lines]
+
+    def row_store(self, i: int) -> str:
+        ins = self.k.body[i]
+        a = ins.attr("arg")
+        value = self.to_storage.get(self.k.args[a].dtype, "{}").format(self.name(ins.srcs[0]))
+        return f"out{a}[r] = {value};"
+
+    def render(self) -> str:
+        body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
+        s = self.s
+        meta = {"kernel": self.k.name, "kind": self.k.kind, "schedule": s.name, "block": s.block,
+                "rows_per_block": s.block // s.row_threads, "vector": s.vector,
+                "inputs": [[f"in{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "in"],
+                "outputs": [[f"out{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "out"],
+                "templates": self.templates()}
+        return "\n".join([f"// autoperfect kernel {self.k.name} ({self.k.kind}), schedule {s.name}",
+                          f"// launch: {json.dumps(meta, sort_keys=True)}", SECTION.format("header"),
+                          self.prelude.rstrip("\n"), SECTION.format("body"), *body]) + "\n"
+
+    def render_elementwise(self) -> list[str]:
+        p = self.plan
+        lines = self.constants()
+        lines += [f"  const int64_t step = {self.grid_threads};",
+                  f"  for (int64_t t = {self.global_thread}; t < R * N / W; t += step) {{",
+                  "    const int64_t r = t * W / N, j = t * W % N;"]
+        lines += self.offsets("    ")
+        lines += [f"    {self.declare(i)}" for i in p.row_before]
+        lines += self.chunk("    ", p.final_elem)
+        lines += [f"    if (j == 0) {self.row_store(i)}" for i in p.row_stores]
+        lines.append("  }")
+        return lines
+
+    def render_row(self) -> list[str]:
+        k, s, p = self.k, self.s, self.plan
+        lines = self.constants()
+        lines += [f"  constexpr int G = {s.row_threads}, RPB = {s.block // s.row_threads};",
+                  "  constexpr int K = (int)((N + G * W - 1) / (G * W));  // chunks per thread and row",
+                  f"  constexpr bool CACHE = K <= {s.cache};",
+                  f"  const int lane = {self.thread} % G;",
+                  f"  const int64_t rr = (int64_t){self.block_index} * RPB + {self.thread} / G;",
+                  "  const bool live = rr < R;  // a spare row's threads still join the shuffles",
+                  "  const int64_t r = live ? rr : R - 1;"]
+        lines += self.offsets("  ")
+        lines += [f"  {self.declare(i)}" for i in p.row_before]
+        for i in sorted(self.cached):
+            dtype = k.args[k.body[i].attr("arg")].dtype
+            lines.append(f"  ApVec<{self.storage[dtype]}, W> C{i}[CACHE ? K : 1];")
+        loop = [f"  {self.unroll.format('CACHE ? K : 2')}", "  for (int k = 0; k < K; k++) {",
+                "    const int64_t j = ((int64_t)k * G + lane) * W;"]
+        for n, rp in enumerate(p.passes):
+            for r in rp.reduces:
+                ident, _ = SIMT_REDUCTIONS[k.body[r].op]
+                lines += [f"  {self.shared} float s{r}[32];", f"  float a{r} = {ident};"]
+            lines += loop + ["    if (j < N) {"] + self.chunk("      ", rp.elem, rp.reduces, n) + ["    }", "  }"]
+            for r in rp.reduces:
+                fn = SIMT_REDUCTIONS[k.body[r].op][1]
+                total = f"ap_reduce<G>(a{r}, s{r}, {self.thread}, {fn}())"
+                lines.append(f"  const float r{r} = {self.round(total, k.body[r].dtype)};")
+            lines += [f"  {self.declare(i)}" for i in rp.row_after]
+        if p.final_elem:
+            chunk = self.chunk("      ", p.final_elem, p=len(p.passes))
+            lines += loop + ["    if (live && j < N) {"] + chunk + ["    }", "  }"]
+        lines += [f"  if (live && lane == 0) {self.row_store(i)}" for i in p.row_stores]
+        return lines
+
+    @staticmethod
+    def parse(source: str) -> tuple[dict, str, str]:
+        """(launch metadata, header, body) of a rendered source."""
+        meta = json.loads(source.split("// launch: ", 1)[1].split("\n", 1)[0])
+        header, body = source.split(SECTION.format("header") + "\n", 1)[1].split(SECTION.format("body") + "\n", 1)
+        return meta, header, body
 
 
 def render(kernel: KernelIR, schedule: Schedule = Schedule()) -> str:
