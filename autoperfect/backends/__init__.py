@@ -15,6 +15,9 @@ def get(name: str) -> ModuleType:
     if name == "cpu":
         from . import cpu
         return cpu
+    if name == "mlx":
+        from . import mlx
+        return mlx
     if name in KNOWN:
         raise BackendError(f"backend {name!r} is not available in this version (available: cpu)")
     raise BackendError(f"unknown backend {name!r} (known: {', '.join(KNOWN)})")
