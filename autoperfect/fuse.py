@@ -116,6 +116,11 @@ def row_shapes(domain: tuple[int, ...], axis: int | None = None) -> tuple[tuple[
     return (domain[:a] + (1,) + domain[a + 1:], domain[:a] + domain[a + 1:])
 
 
+# Hard caps on one kernel: past these a generated kernel spills registers and compiles slowly.
+MAX_NODES = 256
+MAX_INPUTS = 24
+
+
 @dataclass
 class _Group:
     index: int
@@ -176,6 +181,10 @@ class _Fuser:
                 return f"%{s} is a {self.g.nodes[s].op.value} of %{b}: %{b} is materialized and read through a view"
         return None
 
+    def external_inputs(self, grp: _Group) -> set[int]:
+        return {self.base(s) for u in grp.nodes for s in self.g.nodes[u].srcs
+                if self.home.get(self.base(s)) != grp.index and self.g.nodes[self.base(s)].op is not Op.CONST}
+
     def deps(self, gi: int) -> set[int]:
         """Groups that group `gi` reads from, directly or through views."""
         out = set()
@@ -204,6 +213,8 @@ class _Fuser:
         dom = grp.domain
         if grp.kind != "kernel":
             return None, f"%{grp.nodes[0]} is left to MLX ({grp.reason})"
+        if len(grp.nodes) >= MAX_NODES or len(self.external_inputs(grp) | set(n.srcs)) > MAX_INPUTS:
+            return None, f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
         viewed = self.views_of(grp, n)
         if viewed:
             return None, viewed
@@ -320,6 +331,9 @@ class _Fuser:
                 problem = f"domain {list(other.domain)} differs from {list(home.domain)}"
             elif other.loop_axis != home.loop_axis:
                 problem = f"loops run along axis {other.loop_axis} and {home.loop_axis}"
+            elif len(home.nodes) + len(other.nodes) > MAX_NODES \
+                    or len(self.external_inputs(home) | self.external_inputs(other)) > MAX_INPUTS:
+                problem = f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
             else:
                 problem = self.compatible(home, other)
             if problem is None and (self.reaches(home.index, gi, frozenset({gi}))

@@ -1,0 +1,52 @@
+"""The cost model: traffic, work, passes and peak live bytes from shapes; the footprint caps."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+from autoperfect import cost, fuse
+from autoperfect.canon import canonicalize
+from autoperfect.trace import trace
+
+
+def partition(fn, shapes):
+    return fuse.fuse(canonicalize(trace(fn, [(f"a{i}", s, "float32") for i, s in enumerate(shapes)], "f")))
+
+
+def test_layernorm_costs_three_passes_and_saves_its_intermediates():
+    p = partition(lambda x: (x - mx.mean(x, -1, keepdims=True)) * mx.rsqrt(mx.var(x, -1, keepdims=True) + 1e-5),
+                  [(64, 128)])
+    (c,) = [cost.region_cost(p, r) for r in p.regions]
+    assert c.bytes == 2 * 64 * 128 * 4                   # x read once, the result written once
+    assert c.passes == 3                                 # mean, then variance, then the output
+    assert c.saved_bytes > c.bytes and c.launches_saved > 5
+    assert 0 < c.intensity < 1
+
+
+def test_transcendentals_weigh_more_than_adds():
+    chain = cost.region_cost(*(lambda p: (p, p.regions[0]))(partition(lambda x: x + 1.0, [(1000,)])))
+    exps = cost.region_cost(*(lambda p: (p, p.regions[0]))(partition(lambda x: mx.exp(x), [(1000,)])))
+    assert exps.flops == cost.TRANSCENDENTAL_FLOPS * chain.flops
+
+
+def test_peak_live_bytes_frees_what_no_later_region_reads():
+    # region 1 (x*2 -> sum over axis 0 reads it back) keeps x and one (32, 32) temporary alive at most
+    p = partition(lambda x: mx.exp(x) * mx.sum(mx.exp(x), axis=0), [(32, 32)])
+    size = 32 * 32 * 4
+    assert size * 2 <= cost.peak_live_bytes(p) <= size * 3 + 32 * 4
+
+
+def test_classify_uses_the_ridge_point():
+    roof = {"fma_gflops": 500.0, "bandwidth_gbps": 50.0}
+    assert cost.classify(0.5, roof)["bound"] == "memory"
+    assert cost.classify(20.0, roof)["bound"] == "compute"
+
+
+def test_footprint_cap_splits_a_huge_chain():
+    def long_chain(x):
+        for _ in range(fuse.MAX_NODES + 10):
+            x = x * 1.0001 + 0.5
+        return x
+    p = partition(long_chain, [(8,)])
+    assert len(p.regions) >= 2
+    assert any("footprint cap" in d.reason for d in p.decisions if not d.fused)
