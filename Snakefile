@@ -12,12 +12,25 @@ include: "rules/fuse.smk"
 include: "rules/lower.smk"
 include: "rules/generate.smk"
 include: "rules/compile.smk"
+include: "rules/llm.smk"
 include: "rules/validate.smk"
 include: "rules/roofline.smk"
+include: "rules/native.smk"
 include: "rules/bench.smk"
+include: "rules/cache.smk"
+include: "rules/runtime.smk"
 include: "rules/report.smk"
+include: "rules/mutants.smk"
 
 
 rule all:
     input:
         "results/report.md",
+        expand("results/cache/{op}/{backend}.json", op=OPS, backend=BACKENDS),
+        RUNTIME_TARGETS,
+
+
+# Mutation testing of the judge (not part of `all`): snakemake --cores 4 mutants
+rule mutants:
+    input:
+        expand("results/{op}/{backend}/mutants.json", op=OPS, backend=BACKENDS),

@@ -1,0 +1,43 @@
+"""Auto-Perfect: MLX array code -> fused, verified, benchmarked kernels; `autoperfect.jit` runs them."""
+
+import ctypes
+import ctypes.util
+import importlib
+import os
+
+
+def __getattr__(name: str):
+    # The runtime is imported on first use and by name: the pipeline's stages import this package,
+    # and neither their start-up nor their code hash (provenance follows import statements) should
+    # depend on it.
+    if name == "jit":
+        return importlib.import_module(".runtime", __name__).jit
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+WARM_ALLOCATOR = "AUTOPERFECT_WARM_ALLOCATOR"  # "1": call set_warm_allocator() when imported
+# glibc's mallopt parameters (malloc.h) and the values the benchmarks' warm condition stands for
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 1 << 30        # blocks up to 1 GiB come from the heap, not fresh mmap'd pages
+_TRIM_THRESHOLD = 2 ** 31 - 1    # mallopt takes an int: keep up to 2 GiB of freed memory
+
+
+def set_warm_allocator() -> bool:
+    """Make glibc keep freed memory for reuse, for the whole process; True if glibc took it.
+
+    By default glibc returns large freed blocks to the OS, so every fresh large MLX output
+    page-faults, which can cost more than the kernel that fills it (8x on a 64 MB output here).
+    This is the run-time form of MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_; it costs resident
+    memory (freed blocks stay mapped). Opt-in: `AUTOPERFECT_WARM_ALLOCATOR=1` applies it at import.
+    It changes every library in the process alike, so benchmarks never set it for one contender."""
+    name = ctypes.util.find_library("c")
+    mallopt = getattr(ctypes.CDLL(name), "mallopt", None) if name else None  # glibc only
+    if mallopt is None:
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    mmap = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    return bool(mmap) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+
+
+if os.environ.get(WARM_ALLOCATOR) == "1":
+    set_warm_allocator()

@@ -173,7 +173,9 @@ def all_cores() -> dict[str, str]:
 def condition_environment(condition: str) -> dict[str, str]:
     """os.environ without any MALLOC_* setting, plus the condition's own, every core for OpenMP, and
     this package importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    # the warm allocator may also come from autoperfect's own opt-in: each condition decides alone
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MALLOC_") and k != "AUTOPERFECT_WARM_ALLOCATOR"}
     env.update(ALLOCATOR_CONDITIONS[condition])
     env.update(all_cores())
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

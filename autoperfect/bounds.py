@@ -10,13 +10,14 @@ threshold, the bound is infinite: the element can't be judged numerically and is
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from . import dtypes
 from .graph import Graph, Node
 from .interp import apply, const_array
-from .ops import PREDICATE, REDUCE, ULP_BOUND, Op
+from .ops import OPAQUE, PREDICATE, REDUCE, ULP_BOUND, Op
 
 INF = np.inf
 FMAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
@@ -106,11 +107,16 @@ def _predicate(n: Node, args, errs) -> np.ndarray:
 def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> np.ndarray:
     axes, keep = n.attr("axes"), n.attr("keepdims")
     count = math.prod(x.shape[a] for a in axes)
+    # Accumulators are at least float32 (as in MLX and every renderer): a 16-bit sum of 4096 terms
+    # accumulated in its own type may be off by 16x its size, a bound that would let anything pass.
+    # The result is then rounded once to the node's type.
+    acc = min(u, dtypes.EPS["float32"])
     if n.op is Op.SUM:
-        # any summation order: |error| <= sum of carried errors + count*u*sum|x_i|
-        return np.sum(ex, axis=axes, keepdims=keep) + count * u * np.sum(np.abs(x), axis=axes, keepdims=keep)
+        # any summation order: |error| <= sum of carried errors + count*acc*sum|x_i| + final rounding
+        terms = np.sum(np.abs(x), axis=axes, keepdims=keep)
+        return np.sum(ex, axis=axes, keepdims=keep) + count * acc * terms + (u - acc) * np.abs(v)
     if n.op is Op.PROD:
-        rel = np.sum(ex / np.where(x != 0, np.abs(x), 1), axis=axes, keepdims=keep) + count * u
+        rel = np.sum(ex / np.where(x != 0, np.abs(x), 1), axis=axes, keepdims=keep) + count * acc + (u - acc)
         return np.abs(v) * np.expm1(rel)
     # max/min round nothing: the true extreme lies between the extremes of v - e and v + e
     pick = np.max if n.op is Op.RMAX else np.min
@@ -132,12 +138,13 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
         for n in graph.nodes:
             if n.op in (Op.INPUT, Op.CONST):
                 v = np.asarray(inputs[n.attr("index")]) if n.op is Op.INPUT else const_array(n, "float64")
-                vals[n.id], errs[n.id] = v.astype(np.float64), np.zeros(n.shape)
+                vals[n.id], errs[n.id] = _held(v), np.zeros(n.shape)
                 unsure[n.id] = np.zeros(n.shape, bool)
                 continue
             args = [vals[s].astype(np.float64) for s in n.srcs]
             ea = [errs[s] for s in n.srcs]
-            v = apply(n, [vals[s] for s in n.srcs], "float64").astype(np.float64)
+            held = _held(apply(n, [vals[s] for s in n.srcs], "float64"))
+            v = held.astype(np.float64)
             if n.op in PREDICATE or n.dtype == "bool":
                 e = _predicate(n, args, ea)
             elif n.op is Op.CAST:
@@ -148,23 +155,65 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
                 e = _reduce(n, args[0], ea[0], v, dtypes.EPS[n.dtype])
             elif n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):
                 e = apply(n, [np.broadcast_to(ea[0], graph.nodes[n.srcs[0]].shape)], "float64")
+            elif n.op in OPAQUE:
+                e = _opaque(n, args, ea, v)
             else:
                 u = dtypes.EPS[n.dtype]
                 e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
             flag = np.zeros(n.shape, bool)
             for s in n.srcs:
                 flag = flag | _carried(unsure[s], graph.nodes[s], n)
+            if n.op is Op.MATMUL:  # a BLAS sums in its own order: inf - inf may or may not meet
+                bad_a, bad_b = (~np.isfinite(a) for a in args)
+                flag = flag | ((bad_a.astype(float) @ np.ones(args[1].shape)
+                                + np.ones(args[0].shape) @ bad_b.astype(float)) > 0)
             if n.dtype in FMAX:
                 # past the dtype's largest finite value a correct kernel may hold inf
                 flag = flag | (np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > FMAX[n.dtype]))
             e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
-            vals[n.id], unsure[n.id] = v, np.broadcast_to(flag, n.shape)
+            vals[n.id], unsure[n.id] = held, np.broadcast_to(flag, n.shape)
             errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
     return vals, errs
 
 
+def _held(value) -> np.ndarray:
+    """Values as the interpreter holds them: floats in float64; integers and booleans as they are
+    (indices must stay integers)."""
+    value = np.asarray(value)
+    return value if value.dtype.kind in "iub" else value.astype(np.float64)
+
+
+def _opaque(n: Node, args, errs, v: np.ndarray) -> np.ndarray:
+    """Bounds for what MLX runs between kernels (matmul, scans, indexing)."""
+    u = dtypes.EPS.get(n.dtype, 0.0)
+    if n.op is Op.MATMUL:  # k products summed in any order, like a sum of k terms
+        (a, b), (ea, eb) = args, [np.broadcast_to(e, x.shape) for e, x in zip(errs, args)]
+        k = a.shape[-1]
+        return np.abs(a) @ eb + ea @ np.abs(b) + ea @ eb + k * u * (np.abs(a) @ np.abs(b))
+    if n.op in (Op.CUMSUM, Op.CUMPROD):
+        x, ex = args[0], np.broadcast_to(errs[0], args[0].shape)
+        count = x.shape[n.attr("axis")]
+        if n.op is Op.CUMSUM:
+            return apply(n, [ex], "float64") + count * u * apply(n, [np.abs(x)], "float64")
+        rel = apply(replace(n, op=Op.CUMSUM), [ex / np.where(x != 0, np.abs(x), 1)], "float64")
+        return np.abs(v) * np.expm1(rel + count * u)
+    if n.op in (Op.ARGMAX, Op.ARGMIN):  # exact unless another element could be the extreme
+        x, ex = args[0], np.broadcast_to(errs[0], args[0].shape)
+        (axis,) = n.attr("axes")
+        sign = 1.0 if n.op is Op.ARGMAX else -1.0
+        floor = np.max(sign * x - ex, axis=axis, keepdims=True)
+        rivals = np.sum(sign * x + ex >= floor, axis=axis, keepdims=n.attr("keepdims"))
+        return np.where(rivals > 1, INF, 0.0)
+    moved = [np.broadcast_to(errs[0], args[0].shape)] + [a.astype(np.int64) for a in args[1:]]  # indices
+    if n.op is Op.CONCATENATE:
+        moved = [np.broadcast_to(e, a.shape) for e, a in zip(errs, args)]
+    return apply(n, moved, "float64")  # slicing and gathers move values, and their errors, exactly
+
+
 def _carried(flag: np.ndarray, src: Node, n: Node) -> np.ndarray:
     """A source's unsure elements, as seen by node n (reductions spread them over their row)."""
+    if n.op in OPAQUE:
+        return np.broadcast_to(np.any(flag), n.shape)  # conservative: any doubt anywhere spreads
     if n.op in REDUCE:
         return np.any(flag, axis=n.attr("axes"), keepdims=n.attr("keepdims"))
     if n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):

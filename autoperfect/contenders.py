@@ -1,18 +1,22 @@
 """The op-level benchmark, run inside one allocator condition (bench.run_condition's child).
 
 Every contender does what a user pays for: the call, the output allocation, the dispatch and
-`mx.eval`. Baselines: MLX eager, `mx.compile`, numpy (the same graph, op by op, in the op's dtypes)
-and the spec's `fast:` expression (an `mx.fast` twin), checked against the reference before it is
-timed, since a wrong baseline would make a lie of the ratio.
+`mx.eval`. Baselines: MLX eager, `mx.compile`, numpy (the same graph, op by op, in the op's dtypes),
+the spec's `fast:` expression (an `mx.fast` twin) and, when torch is installed, the traced graph
+run by torch eagerly and through `torch.compile` (its compile time reported apart). Baselines are
+checked against the reference before they are timed, since a wrong baseline would make a lie of
+the ratio. All run in one process, so the allocator condition is the same for every contender.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import warnings
 
 import numpy as np
 
-from . import backends, bench, dtypes, interp
+from . import backends, bench, dtypes, interp, native
 from .judge import draw
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
@@ -50,13 +54,43 @@ def fast_baseline(spec: OpSpec):
     return lambda *args: eval(code, {"mx": mx}, dict(zip(names, args)))
 
 
-def agrees(out, ref: np.ndarray) -> bool:
-    """A baseline must compute the op: within 1e-3 of the float64 reference, relative to its scale."""
+def agrees(got: list[np.ndarray], ref: list[np.ndarray]) -> bool:
+    """A baseline must compute the op: every output within 1e-3 of the float64 reference, relative
+    to its scale."""
+    def close(g: np.ndarray, r: np.ndarray) -> bool:
+        scale = np.max(np.abs(r[np.isfinite(r)]), initial=1.0)
+        return g.shape == r.shape and bool(np.all(np.abs(g - r) <= 1e-3 * scale))
+    return len(got) == len(ref) and all(close(g, r) for g, r in zip(got, ref))
+
+
+def mlx_values(out) -> list[np.ndarray]:
+    """An MLX result (one array or a tuple) as float64 numpy arrays."""
     import mlx.core as mx
 
-    got = np.asarray(out.astype(mx.float32), dtype=np.float64)
-    scale = np.max(np.abs(ref[np.isfinite(ref)]), initial=1.0)
-    return got.shape == ref.shape and bool(np.all(np.abs(got - ref) <= 1e-3 * scale))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [np.asarray(o.astype(mx.float32), dtype=np.float64) for o in outs]
+
+
+def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dict) -> tuple[dict, dict]:
+    """`torch_eager` and `torch_compile` when torch is installed, each checked before it is timed;
+    returns the contenders and the seconds torch.compile's first call took."""
+    if importlib.util.find_spec("torch") is None:
+        return {}, {}
+    from . import torch_baseline
+
+    inputs = torch_baseline.tensors(xs, f.traced)
+    calls = {"torch_eager": torch_baseline.translate(f.traced)}
+    try:
+        calls["torch_compile"], compile_s = torch_baseline.compiled(f.traced, inputs)
+    except Exception as err:  # noqa: BLE001 (a baseline that fails must not sink the kernel's figures)
+        warnings.warn(f"torch.compile failed, torch_compile is left out: {err}", RuntimeWarning)
+        checks["torch_compile"], compile_s = False, None
+    contenders = {}
+    for name, call in calls.items():
+        checks[name] = agrees(torch_baseline.to_numpy(call(*inputs)), ref)
+        if checks[name]:
+            contenders[name] = lambda call=call: call(*inputs)
+    return contenders, {} if compile_s is None else {"torch_compile": compile_s}
 
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int) -> dict[str, dict]:
@@ -93,7 +127,7 @@ def measure(payload: dict) -> dict:
     loaded = {k.name: be.Kernel(k, payload["variants"][k.name][choice[k.name]["chosen"]])
               for k in f.kernels if k is not None}
     fn = spec.function()
-    ref = interp.evaluate(f.traced, xs, "float64")[0]
+    ref = interp.evaluate(f.traced, xs, "float64")
     contenders = {"kernel": _evaluated(program(f, loaded), arrays),
                   "mlx_eager": _evaluated(fn, arrays),
                   "mlx_compile": _evaluated(mx.compile(fn), arrays),
@@ -101,16 +135,18 @@ def measure(payload: dict) -> dict:
     checks = {}
     fast = fast_baseline(spec)
     if fast is not None:
-        checks["mlx_fast"] = agrees(fast(*arrays), ref)
+        checks["mlx_fast"] = agrees(mlx_values(fast(*arrays)), ref[:1])
         if checks["mlx_fast"]:
             contenders["mlx_fast"] = _evaluated(fast, arrays)
+    torch_calls, compile_s = torch_contenders(f, xs, ref, checks)
+    contenders.update(torch_calls)
     samples = bench.time_interleaved(contenders, payload["warmup"], payload["repeats"], seed)
     kernel = samples.pop("kernel")
     return {"kernel": bench.summarize(kernel, seed),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
-            "variants": choice, "baseline_checks": checks,
-            "bytes_moved": ideal_bytes(f), "machine": bench.machine()}
+            "variants": choice, "baseline_checks": checks, "compile_s": compile_s,
+            "dispatch": native.describe(), "bytes_moved": ideal_bytes(f), "machine": bench.machine()}
 
 
 def ideal_bytes(f) -> int:
@@ -118,3 +154,30 @@ def ideal_bytes(f) -> int:
     g = f.traced
     total = sum(math.prod(n.shape) * dtypes.ITEMSIZE[n.dtype] for n in g.inputs)
     return total + sum(math.prod(g.nodes[o].shape) * dtypes.ITEMSIZE[g.nodes[o].dtype] for o in g.outputs)
+
+
+def dispatch(payload: dict) -> dict:
+    """Child entry point: the op's kernels called through native dispatch and through ctypes, and
+    MLX eager, at the spec's shapes (first schedule of each kernel). Payload: spec, warmup, repeats.
+    Timings per contender and each path's speedup over MLX eager."""
+    spec = OpSpec.from_json(payload["spec"])
+    be = backends.get("cpu")
+    f = front(spec)
+    _, arrays = _inputs(spec)
+    kernels = [k for k in f.kernels if k is not None]
+    builds = {k.name: be.build(be.render(k, be.schedules_for(k)[0])) for k in kernels}
+    failed = [f"{name}:\n{b.log}" for name, b in builds.items() if not b.ok]
+    if failed:
+        raise RuntimeError("kernels did not compile: " + "\n".join(failed))
+    contenders = {}
+    for path in ("native", "ctypes"):
+        loaded = {k.name: be.Kernel(k, builds[k.name].library, path) for k in kernels}
+        contenders[path] = _evaluated(program(f, loaded), arrays)
+    contenders["mlx_eager"] = _evaluated(spec.function(), arrays)
+    seed = seed_for(spec.name, "dispatch-order")
+    samples = bench.time_interleaved(contenders, payload["warmup"], payload["repeats"], seed)
+    eager = samples["mlx_eager"]
+    return {"timings": {name: bench.summarize(s, seed) for name, s in samples.items()},
+            "speedup_over_mlx_eager": {name: bench.speedup(s, eager, seed) for name, s in samples.items()
+                                       if name != "mlx_eager"},
+            "dispatch": native.describe(), "machine": bench.machine()}

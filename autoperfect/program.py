@@ -71,7 +71,7 @@ class Program:
                 self._mlx_value(env, i)
             return
         k = step.kernel
-        outs = step.run([self._mlx_value(env, b) for b in k.binds[:len(k.inputs)]])
+        outs = step.run([self._mlx_value(env, b) for b in k.binds[:len(k.inputs)]], k.launch)
         for node, value in zip(k.binds[len(k.inputs):], outs):
             env[node] = value
 
@@ -121,7 +121,7 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
     """Run `kernel` on copies of `inputs` with poisoned, fenced outputs; check what it touched."""
     launch = launch or k.launch
     ins = [np.ascontiguousarray(x).copy() for x in inputs]
-    before = [x.copy() for x in ins]
+    before = [np.ascontiguousarray(x) for x in inputs]  # the caller's arrays, which the kernel never sees
     fenced, views = [], []
     for arg, shape in zip(k.outputs, launch.out_shapes):
         n = int(np.prod(shape, dtype=np.int64))

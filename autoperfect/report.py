@@ -246,6 +246,69 @@ def _first_machine(rows: list[Row]) -> dict | None:
     return next((row.machine for row in rows if row.machine), None)
 
 
+def runtime_section(results_dir: str) -> list[str]:
+    """autoperfect.jit's figures, when measured: cold and warm costs (runtime.json) and the model
+    end to end (model_e2e.json). Both are optional targets, so a missing file is one sentence."""
+    lines = ["## autoperfect.jit: cold and warm calls", ""]
+    runtime, problem = read_json(os.path.join(results_dir, "runtime.json"))
+    if runtime is None:
+        lines += [f"Not measured ({problem}; `python -m autoperfect.bench_runtime` writes it).", ""]
+    else:
+        lines += [f"Measured {runtime.get('measured_at')}, {runtime.get('condition')}, dispatch "
+                  f"{runtime['dispatch']['dispatch']}, load average {runtime['machine']['load_1m']:.1f} on "
+                  f"{runtime['machine']['cores']} cores (a shared machine: expect noise). First call: trace, "
+                  "compile, gate (ms); runtime overhead: the warm call against the same kernels run without "
+                  "the runtime.", "",
+                  "| op | size | first call (trace/compile/gate) | first call, kernel on disk "
+                  "| warm call (ms) | kernels alone (ms) | overhead | vs MLX eager | vs mx.compile "
+                  "| from the pipeline's cache |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for op, sizes in runtime["ops"].items():
+            for size, r in sizes.items():
+                setup = r["cold"]["setup_s"]
+                parts = "/".join(f"{setup.get(k, 0) * 1e3:.0f}" for k in ("trace", "compile", "gate"))
+                handoff = r.get("pipeline_cache")
+                hits = NONE if handoff is None else ", ".join(f"{k['kernel']} from {k['cache']}"
+                                                              for k in handoff["kernels"]) or "miss"
+                overhead = (f"{r['overhead_s'] * 1e6:+.0f} µs ({_ratio(r['jit_over_program'])})"
+                            if "overhead_s" in r else shorten("; ".join(r["cold"]["misses"]), 60))
+                lines.append(_table_row([op, size, f"{r['cold']['seconds'] * 1e3:.0f} ({parts})",
+                                         f"{r['disk']['seconds'] * 1e3:.1f}", _ms(r["warm"]["jit"]),
+                                         _ms(r["warm"]["program"]) if "program" in r["warm"] else NONE,
+                                         overhead,
+                                         _ratio(r["speedup"].get("mlx_eager")),
+                                         _ratio(r["speedup"].get("mlx_compile")), hits]))
+        lines.append("")
+    lines += ["## A Qwen2-architecture model, end to end", ""]
+    model, problem = read_json(os.path.join(results_dir, "model_e2e.json"))
+    if model is None:
+        return lines + [f"Not measured ({problem}; `python -m autoperfect.model_e2e` writes it).", ""]
+    s, jit_check = model["settings"], model["checks"]["jit"]
+    lines += [f"Random weights; hidden {s['hidden_size']}, {s['layers']} layers, batch {s['batch']}, prompt "
+              f"{s['prompt']}, {s['tokens']} tokens decoded greedily; measured {model.get('measured_at')}, "
+              f"{model.get('condition')}, load average {model['machine']['load_1m']:.1f}. `written`: norms, "
+              "gated activation and attention softmax written in MLX ops; `jit`: the same functions in "
+              f"autoperfect.jit; `stock`: mlx-lm's fused ops. Tokens/s: the {model['generated_tokens']} "
+              "generated tokens over the whole generation, prefill included.", "",
+              "Greedy tokens of jit and written identical: "
+              f"**{'yes' if jit_check['identical_tokens'] else 'NO'}**; "
+              f"logits within 1e-3 of their scale: **{'yes' if jit_check['logits_agree'] else 'NO'}** "
+              f"(max difference {jit_check['max_abs_logit_diff']:.3g}). jit's first pass took "
+              f"{model['jit_first_pass_s']:.1f} s.", "",
+              "| variant | prefill + decode (s) | tokens/s [95% CI] | jit's speedup over it |",
+              "| --- | --- | --- | --- |"]
+    for name, t in model["timing"].items():
+        lo, hi = t["tokens_per_s_ci95"]
+        took = f"{t['median_s']:.2f} [{t['ci95_s'][0]:.2f}, {t['ci95_s'][1]:.2f}]"
+        lines.append(_table_row([name, took, f"{t['tokens_per_s']:.1f} [{lo:.1f}, {hi:.1f}]",
+                                 _ratio(model["speedup"].get(name))]))
+    lines += ["", "What ran where: " + "; ".join(
+        f"{fn}: {st['kernel_calls']} kernel calls, {st['eager_calls']} eager"
+        + (f" ({shorten(next(iter(st['plans'].values()))[0], 140)})" if st["eager_calls"] else "")
+        for fn, st in model["runtime"].items()) + ".", ""]
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------
 # Plots
 
@@ -324,6 +387,48 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
 # Entry
 
 
+def mutants_section(results_dir: str, ops: list[str], backends: list[str]) -> list[str]:
+    """Planted bugs (results/{op}/{backend}/mutants.json, from `snakemake mutants`): how many the
+    judge rejects beside a KernelBench-style check, and which classes each lets through."""
+    lines = ["## Planted bugs: the judge against allclose", "",
+             "Bug classes planted into each verified kernel (autoperfect.mutants). *allclose* is "
+             "KernelBench's check: the spec's shapes, one normal draw, rtol = atol = 1e-2 against the "
+             "float64 reference.", "",
+             _table_row(["op/backend", "planted", "judge caught", "allclose caught", "missed by the judge",
+                         "missed by allclose"]),
+             _table_row(["---"] * 6)]
+    for op in ops:
+        for backend in backends:
+            data, problem = read_json(os.path.join(results_dir, op, backend, "mutants.json"))
+            if data is None or "skipped" in data:
+                why = shorten(data["skipped"]) if data else f"not run ({problem}; `snakemake mutants`)"
+                lines.append(_table_row([f"{op}/{backend}", why] + [NONE] * 4))
+                continue
+            planted = [m for m in data.get("mutants", []) if "judge" in m]
+            missed = {side: ", ".join(m["class"] for m in planted if not m[side]["caught"]) or NONE
+                      for side in ("judge", "baseline")}
+            planted_n = data["planted"]
+            lines.append(_table_row([f"{op}/{backend}", str(planted_n), f"{data['caught']}/{planted_n}",
+                                     f"{data['baseline_caught']}/{planted_n}", missed["judge"],
+                                     missed["baseline"]]))
+    return lines + [""]
+
+
+def gpu_section(results_dir: str) -> list[str]:
+    """The GPU run's figures (autoperfect.gpu_bench, e.g. on the lent H200: results/h200), when the
+    run's summary is there; docs/gpu-h200.md keeps the last one measured."""
+    from . import gpu_bench
+
+    lines = ["## GPU: the cuda backend through MLX's CUDA build", ""]
+    summary, problem = read_json(os.path.join(results_dir, "h200", "summary.json"))
+    if summary is None:
+        return lines + [f"Not measured here ({problem}; `python -m autoperfect.gpu_bench configs/h200.yaml "
+                        "results/h200` on a machine where MLX sees a CUDA GPU writes it).", ""]
+    machine = summary.get("machine") or {}
+    return lines + [f"On {machine.get('gpu')}, measured {summary.get('measured_at')}.", "",
+                    *gpu_bench.markdown(summary), ""]
+
+
 def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: str,
                  plots_dir: str) -> None:
     """Write `out_md` and its plots (speedup.png, roofline.png in `plots_dir`) from the artifacts."""
@@ -336,4 +441,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
     md_dir = os.path.dirname(os.path.abspath(out_md))
     links = {name: os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
              for name, p in plots.items()}
-    artifacts.write_text(out_md, render(rows, ceiling, ceiling_problem, links))
+    artifacts.write_text(out_md, render(rows, ceiling, ceiling_problem, links)
+                         + "\n".join(runtime_section(results_dir)) + "\n"
+                         + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
+                         + "\n".join(gpu_section(results_dir)) + "\n")

@@ -11,15 +11,15 @@ import datetime
 import json
 from pathlib import Path
 
-from . import artifacts, backends, bench, roofline
+from . import artifacts, backends, bench, cost, roofline, static
 from .backends.cfamily import Unsupported
 from .canon import canonicalize
 from .fuse import Partition, fuse
-from .generate import Candidate, provider
+from .generate import CHAT_PROVIDERS, Candidate, provider
 from .graph import Graph
 from .judge import Settings, run_isolated
 from .kernel_ir import KernelIR
-from .pipeline import lower_all, trace_op
+from .pipeline import front, lower_all, trace_op
 from .spec import OpSpec
 
 
@@ -47,7 +47,8 @@ def canon(graph_path: str, out: str) -> None:
 
 def fuse_stage(canonical_path: str, out: str) -> None:
     g = Graph.from_json(artifacts.read_json(canonical_path)["graph"])
-    artifacts.write_json(out, fuse(g).to_json())
+    partition = fuse(g)
+    artifacts.write_json(out, {**partition.to_json(), "cost": cost.describe(partition)})
 
 
 def lower(canonical_path: str, regions_path: str, out: str) -> None:
@@ -68,8 +69,11 @@ def load_kernels(kernels_path: str) -> list[KernelIR]:
 
 
 def generate(kernels_path: str, backend: str, provider_name: str, out_dir: str) -> None:
-    """Candidate sources for every kernel, plus `index.json` naming them (and what failed)."""
-    gen = provider(provider_name)
+    """Candidate sources for every kernel, plus `index.json` naming them (and what failed).
+
+    Always the compiler's: a language model (anthropic, replay) adds its drafts in the llm stage,
+    after compile, where the judge can check each one (autoperfect.generate.llm)."""
+    gen = provider("compiler" if provider_name in CHAT_PROVIDERS else provider_name)
     out = Path(out_dir)
     index = []
     for k in load_kernels(kernels_path):
@@ -81,11 +85,12 @@ def generate(kernels_path: str, backend: str, provider_name: str, out_dir: str) 
         for c in candidates:
             artifacts.write_text(out / f"{c.name}.c", c.source)
             index.append({**c.to_json(), "file": f"{c.name}.c"})
-    artifacts.write_json(out / "index.json", {"backend": backend, "provider": provider_name, "candidates": index})
+    artifacts.write_json(out / "index.json", {"backend": backend, "provider": gen.name, "candidates": index})
 
 
 def compile_stage(candidates_dir: str, cache_dir: str, out: str) -> None:
-    """Build every candidate (cached by source hash); keep every attempt and its log."""
+    """Check every candidate's source statically, then build the ones that pass (cached by source
+    hash); keep every attempt and its log. A rejected source is never compiled."""
     index = artifacts.read_json(Path(candidates_dir) / "index.json")
     be = backends.get(index["backend"])
     records = []
@@ -94,8 +99,13 @@ def compile_stage(candidates_dir: str, cache_dir: str, out: str) -> None:
             records.append(c)
             continue
         source = (Path(candidates_dir) / c["file"]).read_text()
+        verdict = static.check(source, index["backend"], c["kernel"])
+        if not verdict.passed:
+            records.append({**c, "static": verdict.to_json(), "attempts": [], "ok": False, "library": None})
+            continue
         b = be.build(source, Path(cache_dir))
-        records.append({**c, "attempts": [b.to_json()], "ok": b.ok, "library": b.library})
+        records.append({**c, "static": verdict.to_json(), "attempts": [b.to_json()], "ok": b.ok,
+                        "library": b.library})
     artifacts.write_json(out, {"backend": index["backend"], "candidates": records, "compiler": be.compiler(),
                                "machine": bench.machine(), "measured_at": _now()})
 
@@ -116,12 +126,17 @@ def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dic
     if problems:
         artifacts.write_json(out, {**result, "passed": False, "reason": "; ".join(problems)})
         return
+    missing = backends.missing_device(backend)  # a GPU backend renders and compiles anywhere
+    if missing:
+        artifacts.write_json(out, {**result, "passed": False, "reason": f"no GPU: not run ({missing})"})
+        return
     default = {n: next(c["library"] for c in cs if c.get("ok")) for n, cs in by_kernel.items()}
     verified: dict[str, dict[str, str]] = {n: {} for n in names}
     for n, cs in by_kernel.items():
         for c in cs:
             if not c.get("ok"):
-                result["candidates"].append({"name": c["name"], "passed": False, "reason": "did not compile"})
+                why = c.get("static", {}).get("reason") or "did not compile"
+                result["candidates"].append({"name": c["name"], "passed": False, "reason": why})
                 continue
             verdict = run_isolated(spec, backend, {**default, n: c["library"]}, judge)
             result["candidates"].append({"name": c["name"], "kernel": n, "variant": c["variant"], **verdict})
@@ -151,10 +166,80 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
     fraction = roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling)
+    partition = front(spec).partition
+    flops = sum(cost.region_cost(partition, r).flops for r in partition.regions if r.kind == "kernel")
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
-                                        "bytes_moved", "machine", "condition")},
+                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s")
+                   if k in warm},
         "achieved_gbps": warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9,
         "roofline_fraction": fraction, "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"],
                                                     "measured_at": ceiling.get("measured_at")},
-        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition")}})
+        "classification": cost.classify(flops / warm["bytes_moved"], ceiling),
+        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch")
+                              if k in cold}})
+
+
+def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: str, out: str) -> None:
+    """Store each kernel's benchmarked winner (source, library, verdict, figures) in the kernel cache
+    at `root`, where autoperfect.jit finds it; `out` indexes what was stored, or says why nothing was."""
+    from .cache import Cache, compiler_version
+
+    validation, timed = artifacts.read_json(validation_path), artifacts.read_json(bench_path)
+    backend = validation["backend"]
+    head = {"op": validation["op"], "backend": backend, "root": root, "compiler": compiler_version(backend)}
+    if not validation["passed"] or "skipped" in timed:
+        why = validation.get("reason") or timed.get("skipped")
+        artifacts.write_json(out, {**head, "entries": [], "skipped": f"nothing verified to cache: {why}"})
+        return
+    store = Cache(root)
+    figures = {k: timed[k] for k in ("kernel", "speedup", "roofline_fraction", "condition", "measured_at")
+               if k in timed}
+    entries = []
+    for k in load_kernels(kernels_path):
+        variant = timed["variants"][k.name]["chosen"]
+        library = validation["verified"][k.name][variant]
+        verdict = next(c for c in validation["candidates"]
+                       if c.get("kernel") == k.name and c["variant"] == variant)
+        entry = store.store(k, backend, variant, Path(library).with_suffix(".c").read_text(), library,
+                            {**verdict, "gate": "pipeline judge"},
+                            {**figures, "op": validation["op"], "variants": timed["variants"][k.name]},
+                            "pipeline")
+        entries.append({"kernel": k.name, "variant": variant, "key": entry.key.digest(),
+                        "file": str(store.path(entry.key).relative_to(store.root))})
+    artifacts.write_json(out, {**head, "entries": entries, "pruned": store.prune(backend)})
+
+
+def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, settings: dict, cache_dir: str,
+                  out: str) -> None:
+    """Plant every bug class into each verified kernel and record which mutants the judge and a
+    KernelBench-style allclose check reject (autoperfect.mutants). The mutated source is a verified
+    rendering of the compiler's (the bugs are keyed on its spellings), read beside its library."""
+    from . import mutants
+
+    spec = OpSpec.from_json(json.loads(spec_json))
+    validation = artifacts.read_json(validation_path)
+    backend = validation["backend"]
+    head = {"op": spec.name, "backend": backend, "judge": settings, "machine": bench.machine(),
+            "measured_at": _now()}
+    why = None
+    if not validation["passed"]:
+        why = f"validation failed: {validation.get('reason')}"
+    elif backend not in mutants.BACKENDS:
+        why = f"bugs are planted in the spellings of {', '.join(mutants.BACKENDS)} sources, not {backend}'s"
+    if why:
+        artifacts.write_json(out, {**head, "planted": 0, "caught": 0, "baseline_caught": 0, "mutants": [],
+                                   "skipped": why})
+        return
+    kernels = load_kernels(kernels_path)
+    be = backends.get(backend)
+    chosen = {}
+    for k in kernels:
+        verified = sorted(validation["verified"][k.name])
+        ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
+        chosen[k.name] = (ours or verified)[0]
+    libraries = {n: validation["verified"][n][v] for n, v in chosen.items()}
+    sources = {n: Path(lib).with_suffix(".c").read_text() for n, lib in libraries.items()}
+    result = mutants.evaluate(spec, backend, kernels, sources, libraries, Settings(**settings),
+                              Path(cache_dir))
+    artifacts.write_json(out, {**head, **result, "variants": chosen})

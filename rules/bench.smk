@@ -3,6 +3,7 @@ rule bench:
     input:
         validation="results/{op}/{backend}/validation.json",
         roofline="results/roofline.json",
+        native="results/native.json",
     output:
         "results/{op}/{backend}/bench.json",
     threads: workflow.cores

@@ -6,6 +6,7 @@ rule compile:
         "results/{op}/{backend}/compile.json",
     params:
         cache="results/cache/build",
-        code=stage_hash("autoperfect.backends.cpu"),
+        code=stage_hash("autoperfect.stages", "autoperfect.static", "autoperfect.backends.cpu",
+                        "autoperfect.backends.cuda", "autoperfect.backends.metal", "autoperfect.backends.mlx"),
     script:
         "../scripts/compile.py"

@@ -3,6 +3,7 @@ rule validate:
     input:
         kernels="results/{op}/kernels.json",
         compiled="results/{op}/{backend}/compile.json",
+        llm=llm_summary,
     output:
         "results/{op}/{backend}/validation.json",
     params:

@@ -18,14 +18,24 @@ def get(name: str) -> ModuleType:
     if name == "mlx":
         from . import mlx
         return mlx
-    if name in KNOWN:
-        raise BackendError(f"backend {name!r} is not available in this version (available: cpu)")
+    if name == "cuda":
+        from . import cuda
+        return cuda
+    if name == "metal":
+        from . import metal
+        return metal
     raise BackendError(f"unknown backend {name!r} (known: {', '.join(KNOWN)})")
 
 
 def available() -> list[str]:
-    """Backends this machine can run: the CPU always; GPUs when MLX sees one (not yet rendered)."""
-    return ["cpu"]
+    """Backends this machine can run: the CPU always; a GPU backend when MLX sees its GPU."""
+    return ["cpu"] + [name for name in ("cuda", "metal") if not missing_device(name)]
+
+
+def missing_device(name: str) -> str:
+    """Why this machine can't run backend `name` ("" when it can). A GPU backend still renders and
+    compile-checks anywhere; its validation then says it was not run, and why."""
+    return get(name).missing_device() if name in ("cuda", "metal") else ""
 
 
 def resolve(requested: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from .. import dtypes
 from ..interp import const_array
 from ..graph import Node, make_attrs
 from ..kernel_ir import Instr, KernelIR
-from ..ops import REDUCE, Op
+from ..ops import Op
 from .schedule import plan
 
 
@@ -31,7 +31,8 @@ UNARY = {
     Op.NEG: "(-{0})", Op.ABS: "fabsf({0})", Op.SQUARE: "({0} * {0})", Op.SQRT: "sqrtf({0})",
     Op.RSQRT: "(1.0f / sqrtf({0}))", Op.RECIPROCAL: "(1.0f / {0})", Op.EXP: "expf({0})",
     Op.EXPM1: "expm1f({0})", Op.LOG: "logf({0})", Op.LOG1P: "log1pf({0})", Op.TANH: "tanhf({0})",
-    Op.SIGMOID: "(1.0f / (1.0f + expf(-{0})))", Op.ERF: "erff({0})", Op.SIN: "sinf({0})",
+    # exp(x) / (1 + exp(x)) below zero: 1 / (1 + exp(-x)) there would overflow to 0 before denormals
+    Op.SIGMOID: "({0} >= 0.0f ? 1.0f / (1.0f + expf(-{0})) : expf({0}) / (1.0f + expf({0})))", Op.ERF: "erff({0})", Op.SIN: "sinf({0})",
     Op.COS: "cosf({0})", Op.FLOOR: "floorf({0})", Op.CEIL: "ceilf({0})",
     Op.SIGN: "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : 0.0f))", Op.NOT: "(!{0})",
     Op.ISNAN: "({0} != {0})", Op.ISINF: "(fabsf({0}) == INFINITY)",
@@ -68,6 +69,10 @@ static inline uint16_t ap_bf16_store(float f) {
 static inline float ap_round_bf16(float f) { return ap_bf16_load(ap_bf16_store(f)); }
 static inline float ap_round_f16(float f) { return (float)(_Float16)f; }
 """
+
+
+# Below this many elements a kernel runs on the calling thread: waking a team costs more than it saves.
+PARALLEL_MIN = 1 << 15
 
 
 def c_float(value: float) -> str:
@@ -251,7 +256,7 @@ class CRenderer(CFamily):
         block = self.s.block
         lines = [f"  const int64_t nb = (N + {block} - 1) / {block};"]
         if self.s.threads:
-            lines.append(f"  {self.parallel_for}")
+            lines.append(f"  {self.parallel_for} if(R * N >= {PARALLEL_MIN})")
         lines += ["  for (int64_t t = 0; t < R * nb; t++) {",
                   "    const int64_t r = t / nb, j0 = (t % nb) * " + str(block) + ";",
                   f"    const int64_t j1 = j0 + {block} < N ? j0 + {block} : N;"]
@@ -263,7 +268,7 @@ class CRenderer(CFamily):
 
     def render_row(self) -> list[str]:
         p = plan(self.k)
-        lines = [f"  {self.parallel_for}"] if self.s.threads else []
+        lines = [f"  {self.parallel_for} if(R * N >= {PARALLEL_MIN})"] if self.s.threads else []
         lines.append("  for (int64_t r = 0; r < R; r++) {")
         lines += self.offsets("    ")
         lines += [f"    {self.assign(i)}" for i in p.row_before]
@@ -297,6 +302,7 @@ class GpuSchedule:
     group: int = 0
     vector: int = 4
     cache: int = 8
+    unroll: int = 1  # elementwise: vectors per thread per step, all loaded before any is stored
 
     @property
     def row_threads(self) -> int:
@@ -314,14 +320,16 @@ class SimtRenderer(CFamily):
     and metal_kernel): inputs `in{a}`, outputs `out{a}` (a = argument index), the domain sizes and
     input strides as template constants `D{d}` and `S{a}_{d}`, so one source serves every shape.
 
-    Elementwise: a grid-stride loop, W = V elements per thread step when rows start on vector
-    boundaries and no input is strided along the row (else W = 1). Row kernels: G threads per row
-    walk it in chunks of W, pass by pass (schedule.plan); each pass reduces within a warp by
+    Elementwise: a grid-stride loop, U vectors of W = V elements per thread step when rows start on
+    vector boundaries and no input is strided along the row (else W = 1). Row kernels: G threads per
+    row walk it in chunks of W, pass by pass (schedule.plan); each pass reduces within a warp by
     shuffles, then across warps through group-shared memory; loads used by several passes stay in
-    registers when the row is short enough. A subclass spells threads, barriers, types and loads."""
+    registers when the row is short enough. Vector loads and stores need aligned pointers: a thread
+    tests them once and takes one of two copies of the loop. A subclass spells threads, barriers,
+    types and loads."""
 
     thread = block_index = ""         # thread in its block, block in the grid
-    global_thread = grid_threads = "" # thread in the grid, threads in the grid
+    global_thread = grid_threads = ""  # thread in the grid, threads in the grid
     shared = ""                       # qualifier of group-shared arrays
     unroll = "#pragma unroll ({})"
     storage: dict[str, str] = {}
@@ -334,7 +342,9 @@ class SimtRenderer(CFamily):
     def __init__(self, kernel: KernelIR, schedule: GpuSchedule = GpuSchedule()):
         super().__init__(kernel, schedule)
         self.plan = plan(kernel)
-        uses = [set(self._contiguous(rp.elem)) for rp in self.plan.passes] + [set(self._contiguous(self.plan.final_elem))]
+        self.slot = "[q]" if kernel.kind == "elementwise" else ""  # elementwise: one vector per q < U
+        passes = [rp.elem for rp in self.plan.passes] + [self.plan.final_elem]
+        uses = [set(self._contiguous(elem)) for elem in passes]
         self.cached = {i for i in set().union(*uses) if sum(i in u for u in uses) > 1}
         self.first_use = {i: next(p for p, u in enumerate(uses) if i in u) for i in self.cached}
 
@@ -359,7 +369,7 @@ class SimtRenderer(CFamily):
         a = ins.attr("arg")
         inner = self.k.args[a].inner if ins.space == "elem" else "row"
         if inner == "contiguous":
-            return f"ap_from(L{ins.id}.v[u])"
+            return f"ap_from(L{ins.id}{self.slot}.v[u])"
         index = f"b{a} + (j + u) * {self.stride(a, self.k.rank - 1)}" if inner == "strided" else f"b{a}"
         return f"ap_from(in{a}[{index}])"
 
@@ -384,20 +394,27 @@ class SimtRenderer(CFamily):
             lines.append(f"  const bool aligned = {checks};")
         return lines
 
-    def chunk(self, indent: str, elem: tuple[int, ...], reduces: tuple[int, ...] = (), p: int = 0) -> list[str]:
-        """One thread step at (row r, columns j..j+W-1): vector loads, W lanes of per-element math
-        (accumulating `reduces`), vector stores. `p` numbers the pass, for the register cache."""
+    def fetch(self, indent: str, elem: tuple[int, ...], aligned: str, p: int = 0) -> list[str]:
+        """Vector loads of the contiguous inputs `elem` reads at (row r, columns j..j+W-1), from the
+        register cache when an earlier pass `p` put them there (row kernels)."""
         k, lines = self.k, []
         for i in self._contiguous(elem):
             a = k.body[i].attr("arg")
-            fetch = self.vector_load.format(name=f"L{i}", ptr=f"in{a} + b{a} + j")
-            lines.append(f"ApVec<{self.storage[k.args[a].dtype]}, W> L{i};")
+            fetch = self.vector_load.format(name=f"L{i}{self.slot}", ptr=f"in{a} + b{a} + j", aligned=aligned)
+            if not self.slot:
+                lines.append(f"ApVec<{self.storage[k.args[a].dtype]}, W> L{i};")
             if i in self.cached and self.first_use[i] < p:
                 lines.append(f"if (CACHE) L{i} = C{i}[CACHE ? k : 0]; else {{ {fetch} }}")
             else:
                 lines.append(fetch)
                 if i in self.cached:
                     lines.append(f"if (CACHE) C{i}[CACHE ? k : 0] = L{i};")
+        return [indent + line for line in lines]
+
+    def compute(self, indent: str, elem: tuple[int, ...], aligned: str,
+                reduces: tuple[int, ...] = ()) -> list[str]:
+        """W lanes of per-element math (accumulating `reduces`), then vector stores."""
+        k, lines = self.k, []
         stores = [i for i in elem if k.body[i].op is Op.STORE]
         lines += [f"ApVec<{self.storage[k.args[k.body[i].attr('arg')].dtype]}, W> O{i};" for i in stores]
         lines += ["#pragma unroll", "for (int u = 0; u < W; u++) {"]
@@ -410,13 +427,26 @@ class SimtRenderer(CFamily):
             else:
                 lines.append(f"  {self.declare(i)}")
         for r in reduces:
-            acc = f"a{r}"
-            lines.append(f"  {acc} = {SIMT_REDUCTIONS[k.body[r].op][1]}()({acc}, {self.name(k.body[r].srcs[0])});")
+            fn = SIMT_REDUCTIONS[k.body[r].op][1]
+            lines.append(f"  a{r} = {fn}()(a{r}, {self.name(k.body[r].srcs[0])});")
         lines.append("}")
         for i in stores:
             a = k.body[i].attr("arg")
-            lines.append(self.vector_store.format(name=f"O{i}", ptr=f"out{a} + r * N + j"))
+            lines.append(self.vector_store.format(name=f"O{i}", ptr=f"out{a} + r * N + j", aligned=aligned))
         return [indent + line for line in lines]
+
+    def chunk(self, indent: str, elem: tuple[int, ...], aligned: str, reduces: tuple[int, ...] = (),
+              p: int = 0) -> list[str]:
+        """One row-kernel step: `fetch`, then `compute`."""
+        return self.fetch(indent, elem, aligned, p) + self.compute(indent, elem, aligned, reduces)
+
+    def aligned_branches(self, part) -> list[str]:
+        """`part(aligned)` twice, for vector and for element loads, so a thread tests its pointers'
+        alignment once rather than at every load (one path where a target has no vector loads)."""
+        if not self.aligned_check:
+            return part("false")
+        return ["  if (aligned) {", *("  " + line for line in part("true")), "  } else {",
+                *("  " + line for line in part("false")), "  }"]
 
     def row_store(self, i: int) -> str:
         ins = self.k.body[i]
@@ -428,7 +458,7 @@ class SimtRenderer(CFamily):
         body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         s = self.s
         meta = {"kernel": self.k.name, "kind": self.k.kind, "schedule": s.name, "block": s.block,
-                "rows_per_block": s.block // s.row_threads, "vector": s.vector,
+                "rows_per_block": s.block // s.row_threads, "vector": s.vector, "unroll": s.unroll,
                 "inputs": [[f"in{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "in"],
                 "outputs": [[f"out{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "out"],
                 "templates": self.templates()}
@@ -437,20 +467,35 @@ class SimtRenderer(CFamily):
                           self.prelude.rstrip("\n"), SECTION.format("body"), *body]) + "\n"
 
     def render_elementwise(self) -> list[str]:
-        p = self.plan
-        lines = self.constants()
-        lines += [f"  const int64_t step = {self.grid_threads};",
-                  f"  for (int64_t t = {self.global_thread}; t < R * N / W; t += step) {{",
-                  "    const int64_t r = t * W / N, j = t * W % N;"]
-        lines += self.offsets("    ")
-        lines += [f"    {self.declare(i)}" for i in p.row_before]
-        lines += self.chunk("    ", p.final_elem)
-        lines += [f"    if (j == 0) {self.row_store(i)}" for i in p.row_stores]
+        """U vectors per thread per step, spaced a grid apart (each load instruction coalesced), all
+        loaded before any is computed and stored, so U loads are in flight at once."""
+        lines = self.constants() + [f"  constexpr int U = {self.s.unroll};",
+                                    "  constexpr int64_t VECTORS = R * N / W;",
+                                    f"  const int64_t step = {self.grid_threads};"]
+        return lines + self.aligned_branches(self.elementwise_loop)
+
+    def elementwise_loop(self, aligned: str) -> list[str]:
+        k, p = self.k, self.plan
+        lines = [f"  for (int64_t t0 = {self.global_thread}; t0 < VECTORS; t0 += step * U) {{"]
+        lines += [f"    ApVec<{self.storage[k.args[k.body[i].attr('arg')].dtype]}, W> L{i}[U];"
+                  for i in self._contiguous(p.final_elem)]
+        where = ["      const int64_t t = t0 + q * step;", "      if (t < VECTORS) {",
+                 "        const int64_t r = R == 1 ? 0 : t * W / N, j = R == 1 ? t * W : t * W % N;",
+                 *self.offsets("        ")]
+        for step in ("fetch", "compute"):
+            lines += [f"    {self.unroll.format('U')}", "    for (int q = 0; q < U; q++) {", *where]
+            if step == "fetch":
+                lines += self.fetch("        ", p.final_elem, aligned)
+            else:
+                lines += [f"        {self.declare(i)}" for i in p.row_before]
+                lines += self.compute("        ", p.final_elem, aligned)
+                lines += [f"        if (j == 0) {self.row_store(i)}" for i in p.row_stores]
+            lines += ["      }", "    }"]
         lines.append("  }")
         return lines
 
     def render_row(self) -> list[str]:
-        k, s, p = self.k, self.s, self.plan
+        s = self.s
         lines = self.constants()
         lines += [f"  constexpr int G = {s.row_threads}, RPB = {s.block // s.row_threads};",
                   "  constexpr int K = (int)((N + G * W - 1) / (G * W));  // chunks per thread and row",
@@ -460,7 +505,11 @@ class SimtRenderer(CFamily):
                   "  const bool live = rr < R;  // a spare row's threads still join the shuffles",
                   "  const int64_t r = live ? rr : R - 1;"]
         lines += self.offsets("  ")
-        lines += [f"  {self.declare(i)}" for i in p.row_before]
+        lines += [f"  {self.declare(i)}" for i in self.plan.row_before]
+        return lines + self.aligned_branches(self.row_passes)
+
+    def row_passes(self, aligned: str) -> list[str]:
+        k, p, lines = self.k, self.plan, []
         for i in sorted(self.cached):
             dtype = k.args[k.body[i].attr("arg")].dtype
             lines.append(f"  ApVec<{self.storage[dtype]}, W> C{i}[CACHE ? K : 1];")
@@ -470,14 +519,15 @@ class SimtRenderer(CFamily):
             for r in rp.reduces:
                 ident, _ = SIMT_REDUCTIONS[k.body[r].op]
                 lines += [f"  {self.shared} float s{r}[32];", f"  float a{r} = {ident};"]
-            lines += loop + ["    if (j < N) {"] + self.chunk("      ", rp.elem, rp.reduces, n) + ["    }", "  }"]
+            chunk = self.chunk("      ", rp.elem, aligned, rp.reduces, n)
+            lines += loop + ["    if (j < N) {"] + chunk + ["    }", "  }"]
             for r in rp.reduces:
                 fn = SIMT_REDUCTIONS[k.body[r].op][1]
                 total = f"ap_reduce<G>(a{r}, s{r}, {self.thread}, {fn}())"
                 lines.append(f"  const float r{r} = {self.round(total, k.body[r].dtype)};")
             lines += [f"  {self.declare(i)}" for i in rp.row_after]
         if p.final_elem:
-            chunk = self.chunk("      ", p.final_elem, p=len(p.passes))
+            chunk = self.chunk("      ", p.final_elem, aligned, p=len(p.passes))
             lines += loop + ["    if (live && j < N) {"] + chunk + ["    }", "  }"]
         lines += [f"  if (live && lane == 0) {self.row_store(i)}" for i in p.row_stores]
         return lines
@@ -486,7 +536,8 @@ class SimtRenderer(CFamily):
     def parse(source: str) -> tuple[dict, str, str]:
         """(launch metadata, header, body) of a rendered source."""
         meta = json.loads(source.split("// launch: ", 1)[1].split("\n", 1)[0])
-        header, body = source.split(SECTION.format("header") + "\n", 1)[1].split(SECTION.format("body") + "\n", 1)
+        rest = source.split(SECTION.format("header") + "\n", 1)[1]
+        header, body = rest.split(SECTION.format("body") + "\n", 1)
         return meta, header, body
 
 

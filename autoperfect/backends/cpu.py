@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from .cfamily import CRenderer, Schedule
 
@@ -117,33 +117,63 @@ def as_numpy(a) -> np.ndarray:
 
 
 class Kernel:
-    """A loaded kernel: call it with MLX arrays and a launch; get new MLX arrays back."""
+    """A loaded kernel: call it with MLX arrays and a launch; get new MLX arrays back.
 
-    def __init__(self, kernel: KernelIR, library: str):
+    With the native extension (autoperfect.native) a call is an MLX op: lazy, composable, usable
+    inside mx.compile, outputs from MLX's allocator. Without it, the inputs are evaluated and the
+    kernel runs at once through ctypes on numpy views of the buffers (no copies either way).
+    `dispatch="ctypes"` forces the fallback, e.g. to compare the two."""
+
+    def __init__(self, kernel: KernelIR, library: str, dispatch: str = "auto"):
+        if dispatch not in ("auto", "native", "ctypes"):
+            raise ValueError(f"dispatch must be auto, native or ctypes, not {dispatch!r}")
         self.k = kernel
         self.lib = ctypes.CDLL(library)
         self.fn = getattr(self.lib, kernel.name)
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64),
                             ctypes.POINTER(ctypes.c_int64)]
         self.fn.restype = None
+        self.address = ctypes.cast(self.fn, ctypes.c_void_p).value
+        self.ext = None if dispatch == "ctypes" else native.load()
+        if dispatch == "native" and self.ext is None:
+            raise native.NativeBuildError(f"native dispatch is not available: {native.describe()['why']}")
+        self._native_args: dict[Launch, tuple] = {}
+
+    @property
+    def dispatch(self) -> str:
+        return "ctypes" if self.ext is None else "native"
 
     def __call__(self, inputs: Sequence, launch: Launch | None = None) -> list:
+        launch = launch or self.k.launch
+        if self.ext is not None:
+            return self.ext.kernel_call(list(inputs), self.address, *self._launch_args(launch))
         import mlx.core as mx
 
-        launch = launch or self.k.launch
         mx.eval(*inputs)
         outs = [mx.zeros(shape, dtype=dtypes.to_mlx(a.dtype))
                 for a, shape in zip(self.k.outputs, launch.out_shapes)]
         mx.eval(*outs)
-        views = [as_numpy(x) for x in inputs] + [np.asarray(o.view(mx.uint16) if o.dtype == mx.bfloat16 else o)
-                                                 for o in outs]
+        views = [as_numpy(x) for x in inputs] + [as_numpy(o) for o in outs]
         self.run_numpy(views, launch)
         return outs
+
+    def _launch_args(self, launch: Launch) -> tuple:
+        """kernel_call's arguments after the inputs and the address, made once per launch."""
+        if launch not in self._native_args:
+            self._native_args[launch] = (
+                list(launch.dims), self.flat_strides(launch), [list(s) for s in launch.out_shapes],
+                [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
+        return self._native_args[launch]
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on numpy buffers (inputs then outputs), e.g. poisoned outputs in the judge."""
         ptrs = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
         dims = (ctypes.c_int64 * len(launch.dims))(*launch.dims)
-        flat = [s for st in launch.strides for s in st] or [0]
+        flat = self.flat_strides(launch)
         strides = (ctypes.c_int64 * len(flat))(*flat)
         self.fn(ptrs, dims, strides)
+
+    @staticmethod
+    def flat_strides(launch: Launch) -> list[int]:
+        """Every input's launch strides, one after the other, as the ABI's `strides` argument wants."""
+        return [s for st in launch.strides for s in st] or [0]

@@ -1,0 +1,198 @@
+"""The kernel cache: verified kernels, stored where the pipeline and user code can find them again.
+
+An entry is keyed by everything that decides whether a verdict still holds: the kernel's structural
+hash (its KernelIR name), its launch (shapes and strides), its dtypes, the backend, the chip and the
+compiler version (a hash of the code that renders, builds and judges kernels, plus the C compiler).
+Entries of one compiler version live in their own directory, so a new version never reads an old
+one's entries. An entry carries the kernel's source, its built library, the verdict and benchmark
+figures; a library is stored under its own sha256.
+
+Nothing read back is trusted: a corrupt, truncated or foreign entry (another key, a source or
+library whose hash does not match) is refused with a `CacheWarning` and never loaded, and the
+caller rebuilds it. Every write is a temp file plus a rename, so two processes filling the cache at
+once leave whole entries (the last writer of a key wins) and readers never see half a file.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shutil
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from . import artifacts, backends, bench
+from .kernel_ir import KernelIR
+from .provenance import stage_hash
+
+FORMAT = 1
+# The code a verdict depends on: rendering and building (generate.compiler imports the backends),
+# judging, and this module's own format.
+VERSIONED = ("autoperfect.generate.compiler", "autoperfect.judge", "autoperfect.cache")
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was refused; the message names the file and why."""
+
+
+def default_root() -> Path:
+    """The runtime's per-user cache (beside backends.cpu's build cache under AUTOPERFECT_CACHE)."""
+    return Path(os.environ.get("AUTOPERFECT_CACHE", Path.home() / ".cache" / "autoperfect")) / "kernels"
+
+
+@lru_cache(maxsize=None)
+def compiler_version(backend: str) -> str:
+    """Changes whenever the package code in VERSIONED or the system compiler changes."""
+    text = f"{FORMAT}\0{stage_hash(*VERSIONED)}\0{backends.get(backend).compiler()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def chip() -> str:
+    """The processor kernels were built for (-march=native) and verified on."""
+    return f"{platform.machine()}: {bench.machine()['cpu']}"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Key:
+    kernel: str          # KernelIR name: structural hash of the size-free signature
+    launch: dict         # Launch.to_json(): the sizes and strides the verdict covers
+    dtypes: tuple[str, ...]
+    backend: str
+    chip: str
+    compiler: str        # compiler_version(backend)
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "launch": self.launch, "dtypes": list(self.dtypes),
+                "backend": self.backend, "chip": self.chip, "compiler": self.compiler}
+
+    def digest(self) -> str:
+        return _sha256(json.dumps(self.to_json(), sort_keys=True).encode())[:32]
+
+
+def key_for(kernel: KernelIR, backend: str) -> Key:
+    return Key(kernel.name, kernel.launch.to_json(), tuple(a.dtype for a in kernel.args), backend,
+               chip(), compiler_version(backend))
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: Key
+    kernel: KernelIR
+    variant: str
+    source: str
+    library: Path | None  # checked against the sha256 recorded at store time; None for a failed verdict
+    verdict: dict
+    bench: dict
+    origin: str          # who verified it: "pipeline" (the full judge) or "runtime" (the quick gate)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verdict.get("passed"))
+
+
+class Refused(Exception):
+    """Why an entry on disk can't be used (turned into a CacheWarning by Cache.lookup)."""
+
+
+class Cache:
+    """One cache directory: `<root>/<backend>-<compiler version>/<key digest>.json` and `lib/<sha256>.so`
+    beside them."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root) if root is not None else default_root()
+
+    def version_dir(self, key: Key) -> Path:
+        return self.root / f"{key.backend}-{key.compiler}"
+
+    def path(self, key: Key) -> Path:
+        return self.version_dir(key) / f"{key.digest()}.json"
+
+    def build_dir(self, backend: str) -> Path:
+        """Where candidates are compiled before they are verified (backends' build cache)."""
+        return self.root / f"{backend}-{compiler_version(backend)}" / "build"
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def lookup(self, key: Key) -> Entry | None:
+        """The entry for `key`, checked; None when there is none or it was refused (with a warning)."""
+        path = self.path(key)
+        try:
+            return self._read(path, key)
+        except FileNotFoundError:
+            return None
+        except Refused as e:
+            warnings.warn(CacheWarning(f"refused cache entry {path}: {e}; it will be rebuilt"), stacklevel=2)
+            return None
+
+    def _read(self, path: Path, key: Key) -> Entry:
+        try:
+            data = json.loads(path.read_text())
+        except (UnicodeDecodeError, ValueError) as e:
+            raise Refused(f"corrupt or truncated ({type(e).__name__})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise Refused(f"not an entry of format {FORMAT}")
+        try:
+            if data["key"] != key.to_json() or path.stem != key.digest():
+                raise Refused("written for another key")
+            source = data["source"]
+            if _sha256(source.encode()) != data["source_sha256"]:
+                raise Refused("its source does not match its sha256 (tampered or damaged)")
+            kernel = KernelIR.from_json(data["kernel"])
+            if kernel.name != key.kernel or kernel.launch.to_json() != key.launch:
+                raise Refused("its kernel is not the one the key names")
+            library = None
+            if data["verdict"]["passed"]:
+                library = self.version_dir(key) / "lib" / Path(data["library"]["file"]).name
+                if not library.is_file() or _sha256(library.read_bytes()) != data["library"]["sha256"]:
+                    raise Refused(f"its library {library.name} is missing or does not match its sha256")
+            return Entry(key, kernel, data["variant"], source, library, data["verdict"], data["bench"],
+                         data["origin"])
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise Refused(f"malformed ({type(e).__name__}: {e})") from None
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def store(self, kernel: KernelIR, backend: str, variant: str, source: str, library: str | None,
+              verdict: dict, bench_figures: dict, origin: str) -> Entry:
+        """Write one entry (a failed verdict too: it tells the runtime not to try again). The library
+        is copied in under its own hash, so entries never share a file that could change under them."""
+        key = key_for(kernel, backend)
+        record = {"format": FORMAT, "key": key.to_json(), "key_digest": key.digest(),
+                  "kernel": kernel.to_json(), "variant": variant, "source": source,
+                  "source_sha256": _sha256(source.encode()), "verdict": verdict, "bench": bench_figures,
+                  "origin": origin, "library": self._store_library(key, library),
+                  "stored_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        artifacts.write_json(self.path(key), record)
+        lib_path = self.version_dir(key) / "lib" / record["library"]["file"] if library else None
+        return Entry(key, kernel, variant, source, lib_path, verdict, bench_figures, origin)
+
+    def _store_library(self, key: Key, library: str | None) -> dict:
+        if library is None:
+            return {"file": "", "sha256": ""}
+        data = Path(library).read_bytes()
+        digest = _sha256(data)
+        target = self.version_dir(key) / "lib" / f"{digest[:32]}.so"
+        if not (target.is_file() and _sha256(target.read_bytes()) == digest):
+            with bench.atomic_output(str(target)) as tmp:
+                shutil.copyfile(library, tmp)
+        return {"file": target.name, "sha256": digest}
+
+    def prune(self, backend: str) -> list[str]:
+        """Delete `backend`'s directories of other compiler versions (never read again); returns their
+        names."""
+        keep = f"{backend}-{compiler_version(backend)}"
+        found = self.root.iterdir() if self.root.is_dir() else []
+        stale = [p for p in found if p.is_dir() and p.name.startswith(f"{backend}-") and p.name != keep]
+        for p in stale:
+            shutil.rmtree(p, ignore_errors=True)
+        return sorted(p.name for p in stale)

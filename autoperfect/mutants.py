@@ -1,0 +1,407 @@
+"""Mutation testing of the judge: plant known bugs into a verified kernel and check each is rejected.
+
+Every class below is a bug a generator really writes. Each is planted into the verified candidate's
+rendered C as a text rewrite keyed on the renderer's own spellings: the KernelIR chooses the site
+(which input varies along rows, which constant is an epsilon, which instruction feeds the store)
+and `CRenderer.assign` spells the statement before and after, so a mutant differs from the verified
+source in the statements of one bug. Rendering a mutated KernelIR could not plant most classes (a
+skipped tail, a race or an uninitialized accumulator live below KernelIR), and a renderer hook would
+put bug-planting code into the renderer. A class that does not apply to a kernel says why; a
+rewrite whose spelling is missing says so too (the renderer changed, and the tests notice).
+
+Beside the judge, each mutant meets a KernelBench-style check: the spec's shapes, one normal draw,
+`np.allclose(rtol=1e-2, atol=1e-2)` against the float64 answer key, through the user's call path.
+Both run in child processes, so a mutant that crashes or hangs is a verdict too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import backends, dtypes, interp, static
+from .backends.cfamily import CRenderer
+from .graph import make_attrs
+from .judge import Settings, draw, run_child, run_isolated
+from .kernel_ir import Instr, KernelIR
+from .ops import EXACT, REDUCE, Op
+from .pipeline import front, program
+from .spec import OpSpec, seed_for
+
+BACKENDS = ("cpu",)  # whose renderer's spellings the rewrites know (CRenderer)
+ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
+LOOP = re.compile(r"for \(int64_t j = \w+; j < (\w+); j\+\+\)")
+PARALLEL = "#pragma omp parallel for"
+RTOL = ATOL = 1e-2  # KernelBench's tolerances
+DIFF_LINES = 12
+
+
+@dataclass(frozen=True)
+class Mutant:
+    bug: str
+    kernel: str
+    source: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    bug: str
+    kernel: str
+    reason: str
+
+
+class Skip(Exception):
+    """The bug class does not apply to this kernel; the message says why."""
+
+
+class Site:
+    """A kernel, its verified source, and the renderer's spelling of each of its statements."""
+
+    def __init__(self, k: KernelIR, source: str):
+        self.k, self.source, self.r = k, source, CRenderer(k)
+
+    def line(self, i: int) -> str:
+        return self.r.assign(i)
+
+    def line_as(self, ins: Instr) -> str:
+        """The statement instruction `ins.id` would render to if it were `ins`."""
+        body = tuple(ins if b.id == ins.id else b for b in self.k.body)
+        return CRenderer(dataclasses.replace(self.k, body=body)).assign(ins.id)
+
+    def swap(self, old: str, new: str) -> str:
+        """Every occurrence of `old` (a row kernel recomputes a statement in each pass) becomes `new`."""
+        if old not in self.source:
+            raise Skip(f"the renderer's spelling {old.strip()!r} is not in the source")
+        return self.source.replace(old, new)
+
+    def last_loop(self, condition: Callable[[str], str]) -> str:
+        """The source with the last element loop's condition `j < bound` made `condition(bound)`."""
+        loops = list(LOOP.finditer(self.source))
+        if not loops:
+            raise Skip("the renderer's element loop is not in the source")
+        m = loops[-1]
+        loop = m.group().replace(f"j < {m.group(1)}", condition(m.group(1)))
+        return self.source[:m.start()] + loop + self.source[m.end():]
+
+    def first(self, ops, distinct: bool = False) -> Instr:
+        for ins in self.k.body:
+            if ins.op in ops and (not distinct or len(set(ins.srcs)) > 1):
+                return ins
+        raise Skip(f"no {'/'.join(op.value for op in ops)} instruction")
+
+
+# -- the bug classes ---------------------------------------------------------------------------------
+
+
+def off_by_one(s: Site) -> str:
+    return s.last_loop(lambda bound: f"j <= {bound}")
+
+
+def skipped_tail(s: Site) -> str:
+    return s.last_loop(lambda bound: f"j < ({bound} & ~(int64_t)7)")
+
+
+def _row_term(s: Site) -> tuple[str, int, int]:
+    """(the offset term, input, axis) of the first input that varies along the innermost row axis."""
+    k = s.k
+    if k.rank < 2:
+        raise Skip("a rank-1 kernel has no rows")
+    d = k.rank - 2
+    for a, strides in enumerate(k.launch.strides):
+        if strides[d] != 0:
+            return f"c{d} * strides[{a * k.rank + d}]", a, d
+    raise Skip("every input is broadcast along the rows")
+
+
+def wrong_row(s: Site) -> str:
+    term, a, d = _row_term(s)
+    return s.swap(term, f"((c{d} + 1) % dims[{d}]) * strides[{a * s.k.rank + d}]")
+
+
+def wrong_stride(s: Site) -> str:
+    term, a, d = _row_term(s)
+    return s.swap(term, f"c{d} * strides[{a * s.k.rank + d + 1}]")
+
+
+def _const(ins: Instr) -> float | None:
+    value = ins.attr("value")
+    if ins.op is not Op.CONST or value is None or ins.dtype not in dtypes.FLOATS:
+        return None
+    return float(value)
+
+
+def _stabilizers(k: KernelIR) -> list[int]:
+    """Small positive constants added to something: the epsilon of a norm."""
+    added = {s for ins in k.body if ins.op is Op.ADD for s in ins.srcs}
+    return [ins.id for ins in k.body if ins.id in added and 0 < abs(_const(ins) or 0) <= 1e-3]
+
+
+def missing_epsilon(s: Site) -> str:
+    eps = _stabilizers(s.k)
+    if not eps:
+        raise Skip("no small constant is added to anything (no epsilon)")
+    ins = s.k.body[eps[0]]
+    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, attrs=make_attrs({"value": 0.0}))))
+
+
+def wrong_constant(s: Site) -> str:
+    eps = set(_stabilizers(s.k))
+    for ins in s.k.body:
+        value = _const(ins)
+        if value and math.isfinite(value) and ins.id not in eps:
+            changed = make_attrs({"value": value * 1.001})
+            return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, attrs=changed)))
+    raise Skip("no coefficient (the constants are sizes or an epsilon)")
+
+
+def sign_flip(s: Site) -> str:
+    ins = s.first((Op.ADD, Op.SUB), distinct=True)
+    flipped = Op.SUB if ins.op is Op.ADD else Op.ADD
+    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, op=flipped)))
+
+
+def swapped_operands(s: Site) -> str:
+    ins = s.first((Op.SUB, Op.DIV), distinct=True)
+    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, srcs=ins.srcs[::-1])))
+
+
+def dropped_term(s: Site) -> str:
+    """The arithmetic nearest the first store keeps only its first operand."""
+    ins = s.k.body[s.first((Op.STORE,)).srcs[0]]
+    while ins.op not in ARITH:
+        if not ins.srcs:
+            raise Skip("the stored value is computed without +, -, * or /")
+        ins = s.k.body[ins.srcs[0]]
+    kept = Instr(ins.id, Op.CAST, ins.dtype, ins.space, ins.srcs[:1], make_attrs({"dtype": ins.dtype}))
+    return s.swap(s.line(ins.id), s.line_as(kept))
+
+
+def precision_downcast(s: Site) -> str:
+    """A float32 output passes through float16 on its way out."""
+    store = s.first((Op.STORE,))
+    v, dtype = s.r.name(store.srcs[0]), s.k.args[store.attr("arg")].dtype
+    if dtype != "float32":
+        raise Skip(f"a {dtype} output: the next narrower type's rounding is within the op's own error bound")
+    old = s.line(store.id)
+    return s.swap(old, old.replace(f"= {v};", f"= (float)(_Float16){v};"))
+
+
+def uninitialized_accumulator(s: Site) -> str:
+    ins = next((i for i in s.k.body if i.op in REDUCE), None)
+    if ins is None:
+        raise Skip("no reduction, so no accumulator")
+    m = re.search(rf"float a{ins.id} = [^;]+;", s.source)
+    if m is None:
+        raise Skip(f"the renderer's accumulator a{ins.id} is not in the source")
+    return s.source[:m.start()] + f"float a{ins.id};" + s.source[m.end():]
+
+
+def wrong_broadcast(s: Site) -> str:
+    """An input broadcast along the rows is read as if broadcast along the last axis too (or the
+    other way round: a per-row scalar read along the row)."""
+    for ins in s.k.body:
+        if ins.op is Op.LOAD and ins.space == "elem":
+            a = ins.attr("arg")
+            inner, strides = s.k.args[a].inner, s.k.launch.strides[a]
+            old = s.r.load(ins)
+            if inner == "contiguous" and 0 in strides[:-1]:
+                return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]"))
+            if inner == "broadcast":
+                return s.swap(old, old.replace(f"b{a}]", f"b{a} + j]"))
+    raise Skip("no input is broadcast")
+
+
+def race(s: Site) -> str:
+    """A loop variable declared outside the parallel loop, so all threads share it: the row index
+    (rank >= 2) or, in a rank-1 kernel, the element index (without its simd pragma, which would
+    privatize it). `volatile` keeps the compiler from caching it: a race is undefined behaviour that
+    an optimizer may otherwise make harmless."""
+    at = s.source.find(PARALLEL)
+    if at < 0:
+        raise Skip("the kernel has no parallel loop")
+    head, tail = s.source[:at], s.source[at:]
+    if s.k.rank >= 2:
+        shared = "r_shared"
+        tail = re.sub(r"\br\b", shared, tail)
+        tail = tail.replace(f"const int64_t {shared} = t / nb, ", f"{shared} = t / nb; const int64_t ")
+        tail = tail.replace(f"for (int64_t {shared} = 0; {shared} < R; {shared}++) {{",
+                            f"for (int64_t r_ = 0; r_ < R; r_++) {{ {shared} = r_;")
+    elif s.k.kind == "elementwise":
+        shared = "j_shared"
+        tail = re.sub(r"[ \t]*#pragma omp simd\n", "", tail, count=1)
+        tail = re.sub(r"\bj\b", shared, tail).replace(f"int64_t {shared} = j0", f"{shared} = j0")
+    else:
+        raise Skip("a rank-1 row kernel has one row: its parallel loop has nothing to race over")
+    if f"int64_t {shared}" in tail:
+        raise Skip("the renderer's parallel loop is not spelled as expected")
+    indent = head[head.rfind("\n") + 1:]
+    return f"{head}volatile int64_t {shared};\n{indent}{tail}"
+
+
+def partial_write(s: Site) -> str:
+    """The parallel loop stops one iteration early: the last row or block (the last thread's
+    share) is never written."""
+    m = re.search(r"for \(int64_t (t|r) = 0; \1 < (R \* nb|R); \1\+\+\)", s.source)
+    if m is None:
+        raise Skip("the renderer's parallel loop is not in the source")
+    fixed = m.group().replace(f"< {m.group(2)};", f"< {m.group(2)} - 1;")
+    return s.source[:m.start()] + fixed + s.source[m.end():]
+
+
+def wrong_input(s: Site) -> str:
+    """One load reads another input buffer of the same type."""
+    k = s.k
+    for ins in k.body:
+        if ins.op is not Op.LOAD or ins.space != "elem":
+            continue
+        a = ins.attr("arg")
+        for b, arg in enumerate(k.inputs):
+            if b != a and arg.dtype == k.args[a].dtype and arg.space == "elem" and k.binds[b] != k.binds[a]:
+                misread = dataclasses.replace(ins, attrs=make_attrs({"arg": b}))
+                return s.swap(s.line(ins.id), s.line_as(misread))
+    raise Skip("no other input of the same type to read by mistake")
+
+
+def fma_contraction(s: Site) -> str:
+    """a*b + c computed as one fused multiply-add: more accurate, but not what the op's exact
+    operations round to, which is what an exact op is held to."""
+    if any(i.op not in EXACT and i.op not in (Op.LOAD, Op.STORE) for i in s.k.body):
+        raise Skip("approximated functions or sums: their bounds allow a fused multiply-add")
+    for ins in s.k.body:
+        if ins.op not in (Op.ADD, Op.SUB):
+            continue
+        for side, src in enumerate(ins.srcs):
+            if s.k.body[src].op is Op.MUL:
+                a, b = (s.r.name(x) for x in s.k.body[src].srcs)
+                c = s.r.name(ins.srcs[1 - side])
+                expr = {(Op.ADD, 0): f"fmaf({a}, {b}, {c})", (Op.ADD, 1): f"fmaf({a}, {b}, {c})",
+                        (Op.SUB, 0): f"fmaf({a}, {b}, -{c})", (Op.SUB, 1): f"fmaf(-{a}, {b}, {c})"}
+                new = f"const float {s.r.name(ins.id)} = {s.r.round(expr[ins.op, side], ins.dtype)};"
+                return s.swap(s.line(ins.id), new)
+    raise Skip("no product feeds a sum")
+
+
+BUGS: dict[str, tuple[str, Callable[[Site], str]]] = {
+    "off_by_one": ("the last loop runs one element past its end (<= for <)", off_by_one),
+    "skipped_tail": ("the last loop stops at a multiple of 8: the tail is never done", skipped_tail),
+    "wrong_row": ("an input is read from the next row", wrong_row),
+    "wrong_stride": ("an input's row offset uses the next axis's stride", wrong_stride),
+    "missing_epsilon": ("the epsilon added for stability is gone", missing_epsilon),
+    "wrong_constant": ("a coefficient is off in its fourth digit", wrong_constant),
+    "sign_flip": ("an addition and a subtraction trade places", sign_flip),
+    "swapped_operands": ("the operands of a subtraction or division are swapped", swapped_operands),
+    "dropped_term": ("the operation nearest the output drops its second operand", dropped_term),
+    "precision_downcast": ("the output passes through a narrower float type", precision_downcast),
+    "uninitialized_accumulator": ("a reduction's accumulator is never initialized",
+                                  uninitialized_accumulator),
+    "wrong_broadcast": ("an input is broadcast along the wrong axis", wrong_broadcast),
+    "race": ("a per-iteration value of the parallel loop is shared by all threads", race),
+    "partial_write": ("the parallel loop skips its last row or block", partial_write),
+    "wrong_input": ("a load reads another input's buffer", wrong_input),
+    "fma_contraction": ("a*b+c contracted into one fused multiply-add", fma_contraction),
+}
+
+
+def plant(k: KernelIR, source: str) -> list[Mutant | NotApplicable]:
+    """One mutant per bug class that applies to kernel `k` (whose verified source is `source`)."""
+    out: list[Mutant | NotApplicable] = []
+    seen = {source: "the verified source"}
+    for bug, (_, rewrite) in BUGS.items():
+        try:
+            mutated = rewrite(Site(k, source))
+        except Skip as e:
+            out.append(NotApplicable(bug, k.name, str(e)))
+            continue
+        if mutated in seen:
+            out.append(NotApplicable(bug, k.name, f"same source as {seen[mutated]}"))
+            continue
+        seen[mutated] = bug
+        out.append(Mutant(bug, k.name, mutated, diff_summary(source, mutated)))
+    return out
+
+
+def diff_summary(before: str, after: str) -> str:
+    lines = [line.strip() for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                                            lineterm="", n=0)
+             if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+    more = len(lines) - DIFF_LINES
+    return "\n".join(lines[:DIFF_LINES] + ([f"... {more} more changed lines"] if more > 0 else []))
+
+
+# -- judging the mutants ---------------------------------------------------------------------------
+
+
+def evaluate(spec: OpSpec, backend: str, kernels: list[KernelIR], sources: dict[str, str],
+             libraries: dict[str, str], settings: Settings, cache_dir) -> dict:
+    """Plant every class in every kernel (the others keep their verified libraries); judge each
+    mutant and run the allclose check on it. The counts are what mutants.json reports."""
+    be = backends.get(backend)
+    records, skipped = [], []
+    for k in kernels:
+        for item in plant(k, sources[k.name]):
+            if isinstance(item, NotApplicable):
+                skipped.append({"class": item.bug, "kernel": item.kernel, "reason": item.reason})
+                continue
+            records.append(_judge_mutant(spec, be, backend, item, libraries, settings, cache_dir))
+    planted = [r for r in records if "judge" in r]
+    return {"planted": len(planted), "caught": sum(r["judge"]["caught"] for r in planted),
+            "baseline_caught": sum(r["baseline"]["caught"] for r in planted),
+            "mutants": records, "not_applicable": skipped, "classes": {b: d for b, (d, _) in BUGS.items()}}
+
+
+def _judge_mutant(spec, be, backend, m: Mutant, libraries, settings, cache_dir) -> dict:
+    record = {"class": m.bug, "kernel": m.kernel, "description": BUGS[m.bug][0], "diff": m.diff}
+    gate = static.check(m.source, backend, m.kernel)
+    if not gate.passed:
+        caught = {"caught": True, "reason": f"static check: {gate.reason}"}
+        return {**record, "judge": caught, "baseline": caught}
+    build = be.build(m.source, cache_dir)
+    if not build.ok:
+        return {**record, "not_planted": f"did not compile: {build.log[-300:]}"}
+    mutated = {**libraries, m.kernel: build.library}
+    verdict = run_isolated(spec, backend, mutated, settings)
+    baseline = run_child("autoperfect.mutants", {"spec": spec.to_json(), "backend": backend,
+                                                 "libraries": mutated}, settings)
+    return {**record, "judge": _caught(verdict), "baseline": _caught(baseline)}
+
+
+def _caught(verdict: dict) -> dict:
+    return {"caught": not verdict["passed"], "reason": verdict.get("reason", "passed")}
+
+
+def allclose_check(spec: OpSpec, backend: str, libraries: dict[str, str]) -> dict:
+    """KernelBench's correctness check: the spec's shapes, one normal draw, the user's call path,
+    np.allclose(rtol=1e-2, atol=1e-2) against the float64 answer key (NaN never equals NaN)."""
+    import mlx.core as mx
+
+    be = backends.get(backend)
+    f = front(spec)
+    prog = program(f, {k.name: be.Kernel(k, libraries[k.name]) for k in f.kernels if k is not None})
+    xs = draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "allclose")))
+    outs = prog(*[mx.array(x).astype(dtypes.to_mlx(i.dtype)) for x, i in zip(xs, spec.inputs)])
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    for j, (got, ref) in enumerate(zip(outs, interp.evaluate(f.traced, xs, "float64"))):
+        got = np.array(got.astype(mx.float32) if got.dtype == mx.bfloat16 else got, dtype=np.float64)
+        if not np.allclose(got, ref, rtol=RTOL, atol=ATOL):
+            bad = int(np.sum(~np.isclose(got, ref, rtol=RTOL, atol=ATOL)))
+            return {"passed": False, "reason": f"output {j}: {bad} element(s) not allclose"}
+    return {"passed": True}
+
+
+def main() -> None:
+    req = json.loads(sys.stdin.read())
+    verdict = allclose_check(OpSpec.from_json(req["spec"]), req["backend"], req["libraries"])
+    sys.stdout.write(json.dumps(verdict))
+
+
+if __name__ == "__main__":
+    main()

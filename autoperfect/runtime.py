@@ -1,0 +1,461 @@
+"""The runtime: `autoperfect.jit` gives user code verified fused kernels, and falls back safely.
+
+On the first call for an input signature (shapes and dtypes) the function is traced and fused; each
+fused region is looked up in the kernel cache (cache.py). A verified entry is dispatched. A missing
+one is compiled by the compiler provider, when allowed, and must pass the quick gate first: the
+judge's checks at the call's shapes and at one small alternate shape, in a child process (a crash
+or a hang is a verdict), each kernel judged with every other region left to MLX, so a verdict
+belongs to one region. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
+a kernel that fails when called turns its signature back to eager MLX: nothing that did not pass the
+judge is ever dispatched. Every call leaves a `CallTrace` (`f.last_trace`) saying which region ran which
+kernel, where it came from, how long it took, the user's source lines it computes, and why anything
+ran in MLX; `f.stats()` sums them up.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import math
+import secrets
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from . import backends, contenders, judge, static
+from .backends.cfamily import Unsupported
+from .cache import Cache, key_for
+from .canon import canonicalize
+from .dtypes import from_mlx
+from .fuse import fuse
+from .generate import provider
+from .graph import Graph
+from .ops import EXACT
+from .pipeline import Front, lower_all, program
+from .spec import InputSpec, OpSpec, seed_for
+from .trace import trace
+
+GATE_TIMEOUT_S = 300.0
+ALT_ELEMENTS = 1 << 16  # the quick gate's alternate shape stays this small
+
+
+# -- the front end for a function object --------------------------------------------------------------
+
+
+def front_of(traced: Graph) -> Front:
+    """pipeline.front after its trace step: the runtime traces function objects, not spec sources."""
+    canonical = canonicalize(traced)
+    partition = fuse(canonical)
+    return Front(traced, canonical, partition, lower_all(partition))
+
+
+def spec_of(traced: Graph) -> OpSpec:
+    """The op spec the judge draws inputs from: the traced inputs, with no range (the whole float line)."""
+    inputs = tuple(InputSpec(n.attr("name"), n.shape, n.dtype) for n in traced.inputs)
+    return OpSpec(traced.name, f"<traced {traced.name}>", inputs)
+
+
+def only(f: Front, names: set[str]) -> Front | None:
+    """`f` with every kernel outside `names` left to MLX; None when none of `names` is in it."""
+    kernels = tuple(k if k is not None and k.name in names else None for k in f.kernels)
+    return replace(f, kernels=kernels) if any(kernels) else None
+
+
+# -- the quick gate -----------------------------------------------------------------------------------
+
+
+def gate(request: dict) -> dict:
+    """The gate's verdict on one kernel's library, computed in the child (`main`): the judge's checks
+    at the call's shapes (graphs[0]: normal and special inputs) and at the alternate shape (every
+    input class), with every other region computed by MLX; the judge's ULP probes of the approximated
+    functions it calls; and one hidden draw."""
+    be = backends.get(request["backend"])
+    name, library = request["kernel"], request["library"]
+    report, checked, useful = [], [], 0
+    for n, graph_json in enumerate(request["graphs"]):
+        traced = Graph.from_json(graph_json)
+        f, spec = only(front_of(traced), {name}), spec_of(traced)
+        label = {i.name: list(i.shape) for i in spec.inputs}
+        if f is None:
+            report.append({"shapes": label, "status": f"skipped: {name} is not among its kernels"})
+            continue
+        kernel = next(k for k in f.kernels if k is not None)
+        prog = program(f, {name: be.Kernel(kernel, library)})
+        exact = all(node.op in EXACT for node in f.canonical.nodes)
+        checks = []
+        for cls in ("normal", "special") if n == 0 else judge.classes_for(spec):
+            rng = np.random.default_rng(seed_for(spec.name, "gate", str(n), cls))
+            result = judge.check_shape(f, prog, spec, cls, rng, exact)
+            checks.append(result)
+            if not result["passed"]:
+                return {"passed": False, "reason": f"shapes {label}, inputs '{cls}': {result['reason']}"}
+            useful += not result["degenerate"]
+        checked.append((f, prog, spec, exact, kernel))
+        report.append({"shapes": label, "status": "checked", "exact": exact, "checks": checks})
+    if useful == 0:
+        return {"passed": False, "reason": "no useful test: every reference was degenerate", "shapes": report}
+    f, prog, spec, exact, kernel = checked[-1]
+    ulp, problem = judge.function_accuracy(be, [kernel], {name: library})
+    if problem:
+        return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
+    hidden = judge.check_shape(f, prog, spec, "normal", np.random.default_rng(request["hidden_seed"]), exact)
+    if not hidden["passed"]:
+        return {"passed": False, "reason": "failed on a hidden draw (inputs withheld; public checks passed)"}
+    return {"passed": True, "shapes": report, "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}
+
+
+def quick_gate(graphs: list[Graph], backend: str, kernel: str, library: str, timeout_s: float) -> dict:
+    """The gate's verdict from a child process under the judge's limits (judge.run_child): a crash or
+    a hang is a verdict. One that ran out of time is marked `retry`: that says more about a busy
+    machine than about the kernel, so it is not remembered as a failure."""
+    request = {"graphs": [g.to_json() for g in graphs], "backend": backend, "kernel": kernel,
+               "library": library, "hidden_seed": secrets.randbits(63)}
+    verdict = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s))
+    if not verdict["passed"] and verdict["reason"].startswith("timed out"):
+        verdict["retry"] = True
+    return verdict
+
+
+def main() -> None:
+    verdict = gate(json.loads(sys.stdin.read()))
+    sys.stdout.write(json.dumps(verdict, allow_nan=False))
+
+
+# -- what a call did ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegionTrace:
+    region: int
+    runs: str                    # the kernel's name, or "mlx"
+    cache: str = ""              # where the kernel came from: "compiled", "disk" or "memory"
+    variant: str = ""
+    dispatch: str = ""           # "native": the call queues an MLX op; "ctypes": it runs the kernel
+    seconds: float | None = None  # the call's wall time: the whole kernel only under ctypes dispatch
+    lines: tuple[str, ...] = ()  # the user's source lines the region computes
+    why: str = ""                # why the region ran in MLX
+
+    def describe(self) -> str:
+        if self.runs == "mlx":
+            head = f"region {self.region}: MLX ({self.why})"
+        else:
+            took = f", {self.seconds * 1e3:.3f} ms" if self.seconds is not None else ""
+            head = f"region {self.region}: {self.runs} [{self.variant}] from {self.cache}, {self.dispatch}"
+            head += took
+        return "\n".join([head] + [f"    {line}" for line in self.lines])
+
+
+@dataclass(frozen=True)
+class CallTrace:
+    function: str
+    signature: tuple[tuple[tuple[int, ...], str], ...]
+    regions: tuple[RegionTrace, ...]
+    seconds: float               # the whole call, as the user waited for it
+    setup: dict = field(default_factory=dict)  # first call only: trace, lookup, compile, gate seconds
+    eager: str = ""              # why the whole call ran as eager MLX ("" when kernels ran)
+
+    @property
+    def kernels(self) -> tuple[RegionTrace, ...]:
+        return tuple(r for r in self.regions if r.runs != "mlx")
+
+    @property
+    def misses(self) -> tuple[str, ...]:
+        return tuple(f"region {r.region}: {r.why}" for r in self.regions if r.runs == "mlx")
+
+    def describe(self) -> str:
+        args = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in self.signature)
+        head = f"{self.function}({args}): {self.seconds * 1e3:.3f} ms"
+        if self.setup:
+            head += " (first call: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.setup.items()) + ")"
+        lines = [head] + ([f"  eager MLX: {self.eager}"] if self.eager else [])
+        return "\n".join(lines + ["  " + r.describe() for r in self.regions])
+
+
+# -- a plan per signature -----------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    regions: tuple[RegionTrace, ...]
+    run: Callable | None         # the Program, or None: call the function itself
+    structure: str               # "array", "tuple" or "list": what the function returns
+    eager: str = ""
+    times: list = field(default_factory=list)  # (kernel name, seconds) of the call in progress
+
+
+class _Timed:
+    """A loaded kernel that records how long each call took into its plan."""
+
+    def __init__(self, kernel, name: str, plan: Plan):
+        self.kernel, self.name, self.plan = kernel, name, plan
+
+    def __call__(self, inputs, launch=None):
+        start = time.perf_counter()
+        out = self.kernel(inputs, launch)
+        self.plan.times.append((self.name, time.perf_counter() - start))
+        return out
+
+
+def _structure(result: Any) -> str:
+    if isinstance(result, tuple):
+        return "tuple"
+    return "list" if isinstance(result, list) else "array"
+
+
+def _shaped(out: Any, structure: str) -> Any:
+    """Program returns one array or a tuple; give the caller what the function itself returns."""
+    outs = out if isinstance(out, tuple) else (out,)
+    return outs[0] if structure == "array" else (list(outs) if structure == "list" else tuple(outs))
+
+
+def _signature(args: tuple, kwargs: dict) -> tuple | str:
+    """(shape, dtype) of each argument; or, as a string, why the call is passed to the function as it is."""
+    import mlx.core as mx
+
+    if kwargs:
+        return f"keyword arguments ({', '.join(kwargs)}) are passed to the function as they are"
+    sig = []
+    for i, a in enumerate(args):
+        if not isinstance(a, mx.array):
+            return f"argument {i} is a {type(a).__name__}, not an MLX array"
+        try:
+            sig.append((tuple(a.shape), from_mlx(a.dtype)))
+        except ValueError:
+            return f"argument {i} has dtype {a.dtype}, which the compiler does not handle"
+    return tuple(sig)
+
+
+def _names(fn: Callable, count: int) -> list[str]:
+    """The function's parameter names (kernels and traces read better with them), else x0, x1, ..."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return params[:count] if len(params) >= count else [f"x{i}" for i in range(count)]
+
+
+class Jit:
+    """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
+
+    def __init__(self, fn: Callable, allow_compile: bool = True, backend: str = "auto",
+                 cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S):
+        functools.update_wrapper(self, fn)
+        self.fn, self.allow_compile, self.timeout_s = fn, allow_compile, timeout_s
+        self.backend = backends.resolve([backend])[0]
+        self.cache = Cache(cache_dir)
+        self._plans: dict[tuple, Plan] = {}
+        self._last: tuple | None = None  # what the last call's trace is built from, when asked for
+        self._counts: dict[str, float] = {"calls": 0, "eager_calls": 0, "kernel_calls": 0, "setup_s": 0.0}
+        self._sources: dict[str, int] = {}
+
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        sig = _signature(args, kwargs)
+        if isinstance(sig, str):
+            out = self.fn(*args, **kwargs)
+            self._note(start, (), Plan((), None, "array", sig), {}, memory=False)
+            return out
+        plan, setup, first = self._plans.get(sig), {}, None
+        if plan is None:
+            first = self.fn(*args)  # lazy in MLX: costs graph building only, unless it is returned
+            try:
+                plan, setup = self._prepare(args, _structure(first))
+            except Exception as e:  # a bug of ours must not cost the user the call: eager, and say so
+                name = getattr(self.fn, "__name__", "fn")
+                warnings.warn(f"autoperfect.jit: compiling {name} failed ({type(e).__name__}: {e}); "
+                              "it runs as eager MLX", RuntimeWarning, stacklevel=2)
+                plan = Plan((), None, _structure(first), f"the compiler failed: {type(e).__name__}: {e}")
+            self._plans[sig] = plan
+            self._counts["setup_s"] += sum(setup.values())
+        if plan.run is None:
+            out = first if first is not None else self.fn(*args)
+        else:
+            plan.times.clear()
+            try:
+                out = _shaped(plan.run(*args), plan.structure)
+            except Exception as e:  # a kernel that fails now fails for good: this signature goes eager
+                plan.run, plan.eager = None, f"a kernel failed at run time ({type(e).__name__}: {e})"
+                plan.regions = tuple(replace(r, runs="mlx", why=plan.eager) for r in plan.regions)
+                out = self.fn(*args)
+        self._note(start, sig, plan, setup, memory=first is None)
+        return out
+
+    # -- planning ----------------------------------------------------------------------------------
+
+    def _prepare(self, args: tuple, structure: str) -> tuple[Plan, dict]:
+        setup: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            setup[name] = setup.get(name, 0.0) + now - clock
+            clock = now
+
+        names = _names(self.fn, len(args))
+        inputs = [(n, tuple(a.shape), from_mlx(a.dtype)) for n, a in zip(names, args)]
+        try:
+            f = front_of(trace(self.fn, inputs))
+        except Exception as e:  # anything the compiler can't take runs as MLX; the trace says why
+            lap("trace")
+            return Plan((), None, structure, f"not compiled: {type(e).__name__}: {e}"), setup
+        lap("trace")
+        kernels = {k.name: k for k in f.kernels if k is not None}
+        found, why = {}, {}
+        for name, k in kernels.items():
+            entry = self.cache.lookup(key_for(k, self.backend))
+            if entry is not None:
+                found[name] = (entry, "disk")
+                why[name] = "" if entry.passed else f"cached verdict: failed ({entry.verdict.get('reason')})"
+        lap("lookup")
+        todo = [k for name, k in kernels.items() if name not in found]
+        if todo and self.allow_compile:
+            graphs = [f.traced] + self._alternate(f.traced)
+            lap("trace")
+            for k in todo:
+                entry, why[k.name] = self._compile(k, f, graphs, args, lap)
+                if entry is not None:
+                    found[k.name] = (entry, "compiled")
+        for k in todo:
+            why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
+        return self._plan(f, found, why, structure), setup
+
+    def _alternate(self, traced: Graph) -> list[Graph]:
+        """The traced graph at a small shape with the same structure: the first of judge.alt_shapes
+        that stays small (a quick gate), if the function traces there."""
+        spec = spec_of(traced)
+        small = [s for s in judge.alt_shapes(spec, 6)
+                 if max(math.prod(v) for v in s.values()) <= ALT_ELEMENTS]
+        if not small:
+            return []
+        try:
+            return [trace(self.fn, [(i.name, small[0][i.name], i.dtype) for i in spec.inputs], traced.name)]
+        except Exception:  # the function may trace at some shapes only; the call's shapes still count
+            return []
+
+    def _compile(self, k, f: Front, graphs: list[Graph], args: tuple, lap) -> tuple[Any, str]:
+        """Render, build and gate every schedule variant of `k`; store the verdict; keep the fastest
+        variant that passed."""
+        be = backends.get(self.backend)
+        try:
+            candidates = provider("compiler").generate(k, self.backend)
+        except Unsupported as e:
+            return None, f"the {self.backend} backend can't render it: {e}"
+        built, verdicts = {}, {}
+        for c in candidates:
+            checked = static.check(c.source, self.backend, k.name)
+            build = be.build(c.source, self.cache.build_dir(self.backend)) if checked.passed else None
+            if build is not None and build.ok:
+                built[c.variant] = build.library
+            else:
+                why = build.log.strip()[-300:] if build is not None else checked.reason
+                verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
+        lap("compile")
+        for variant, library in built.items():
+            verdicts[variant] = quick_gate(graphs, self.backend, k.name, library, self.timeout_s)
+        lap("gate")
+        passed = {v: built[v] for v, verdict in verdicts.items() if verdict["passed"]}
+        source = {c.variant: c.source for c in candidates}
+        summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
+                   for v, d in verdicts.items()}
+        if not passed:
+            variant = candidates[0].variant
+            verdict = verdicts[variant]
+            if not any(d.get("retry") for d in verdicts.values()):
+                self.cache.store(k, self.backend, variant, source[variant], None,
+                                 {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
+            return None, f"no variant passed the gate: {verdict['reason']}"
+        choice = {"chosen": next(iter(passed)), "median_s": {}}
+        if len(passed) > 1:  # the variants are verified now: time them here, on the caller's arrays
+            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, list(args), be,
+                                                seed_for(k.name, "variants"))[k.name]
+        variant = choice["chosen"]
+        entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],
+                                 {**verdicts[variant], "gate": "quick", "variants": summary}, choice,
+                                 "runtime")
+        lap("choose")
+        return entry, ""
+
+    def _plan(self, f: Front, found: dict, why: dict, structure: str) -> Plan:
+        be = backends.get(self.backend)
+        usable = {name for name, (entry, _) in found.items() if entry.passed}
+        plan = Plan((), None, structure)
+        kernels = {k.name: k for k in f.kernels if k is not None and k.name in usable}
+        loaded = {name: _Timed(be.Kernel(k, str(found[name][0].library)), name, plan)
+                  for name, k in kernels.items()}
+        regions = []
+        for region, k in zip(f.partition.regions, f.kernels):
+            if k is None:
+                regions.append(RegionTrace(region.index, "mlx", why=f"not fused: {region.reason}"))
+            elif k.name in usable:
+                entry, source = found[k.name]
+                regions.append(RegionTrace(region.index, k.name, source, entry.variant,
+                                           getattr(loaded[k.name].kernel, "dispatch", ""), lines=k.lines))
+            else:
+                regions.append(RegionTrace(region.index, "mlx", lines=k.lines,
+                                           why=f"{k.name}: {why[k.name]}"))
+        plan.regions = tuple(regions)
+        if usable:
+            plan.run = program(only(f, usable), loaded)
+        else:
+            plan.eager = "no region has a verified kernel"
+        return plan
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def _note(self, start: float, sig: tuple, plan: Plan, setup: dict, memory: bool) -> None:
+        """Count the call and keep the parts of its trace; the trace itself is built only when asked
+        for, so a warm call pays for a tuple."""
+        times = tuple(plan.times) if plan.run is not None else ()
+        self._last = (time.perf_counter() - start, sig, plan.regions, plan.eager if plan.run is None else "",
+                      times, setup, memory)
+        self._counts["calls"] += 1
+        if plan.run is None:
+            self._counts["eager_calls"] += 1
+            return
+        kernels = [r for r in plan.regions if r.runs != "mlx"]
+        self._counts["kernel_calls"] += len(kernels)
+        for r in kernels:
+            label = "memory" if memory else r.cache
+            self._sources[label] = self._sources.get(label, 0) + 1
+
+    @property
+    def last_trace(self) -> CallTrace | None:
+        """What the last call did: which region ran which kernel, from where, how long, and why not."""
+        if self._last is None:
+            return None
+        seconds, sig, regions, eager, times, setup, memory = self._last
+        took = dict(times)
+        regions = tuple(r if r.runs == "mlx" else replace(r, cache="memory" if memory else r.cache,
+                                                         seconds=took.get(r.runs)) for r in regions)
+        return CallTrace(getattr(self.fn, "__name__", "fn"), sig, regions, seconds, setup, eager)
+
+    def stats(self) -> dict:
+        """Totals over every call so far, and per signature the regions' plan (which kernel, or why not)."""
+        plans = {", ".join(f"{d}{list(s)}" for s, d in sig): [r.describe().splitlines()[0] for r in p.regions]
+                 or [f"eager MLX: {p.eager}"] for sig, p in self._plans.items()}
+        return {**self._counts, "kernel_sources": dict(self._sources), "signatures": len(self._plans),
+                "plans": plans}
+
+
+def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str = "auto",
+        cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S):
+    """Wrap `fn` (MLX arrays in, one array or a tuple out) so its fused regions run verified kernels.
+
+    Usable as `autoperfect.jit(fn)`, `@autoperfect.jit` or `@autoperfect.jit(allow_compile=False)`.
+    `allow_compile=False` dispatches only what the cache already holds; `cache_dir` defaults to
+    $AUTOPERFECT_CACHE/kernels (~/.cache/autoperfect/kernels); `timeout_s` bounds each gate's child.
+    """
+    def wrap(f: Callable) -> Jit:
+        return Jit(f, allow_compile, backend, cache_dir, timeout_s)
+    return wrap(fn) if fn is not None else wrap
+
+
+if __name__ == "__main__":
+    main()

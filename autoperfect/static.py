@@ -1,0 +1,322 @@
+"""Static checks: what a candidate's source may contain, decided before anything compiles.
+
+A generated kernel is only ever built and run inside the judge's child process, but building it
+already runs code (`__attribute__((constructor))` runs at load, `#include` reads files) and the
+judge can only test what the kernel computes, not what else it does. So a source is read first:
+
+- C family (`cpu`, `cuda`, `metal`): size limits, printable ASCII; only the headers the renderer
+  emits; only the pragmas a kernel needs (cpu: `omp simd`, `omp parallel for`, `omp declare simd`,
+  unroll); no inline assembly, `_Pragma`, token pasting, digraphs, unsafe attributes (a constructor
+  runs at load, `optimize` turns on fast-math), function pointers or computed gotos; no name of a
+  process, file, network, loader, environment, non-local-jump or clock function anywhere (a
+  pointer to `system` is as bad as a call). For `cpu`, which writes its own exported signature:
+  every call is to a function the source defines, a math function or a few OpenMP and compiler
+  builtins, and the kernel is defined once with the ABI. (GPU sources are bodies inside a signature
+  MLX writes and call device intrinsics not listed yet: they get the common rules only.)
+- `mlx` (Python source): an AST allow-list: one function of the kernel's name, no imports, no
+  attribute except `mx.<name>`, and no call the KernelIR does not contain.
+
+A rejected source gets a `Verdict` whose reason names the line and the construct.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from .backends.cfamily import CRenderer
+from .ops import ELEMENTWISE, REDUCE, Op
+
+MAX_BYTES = 256 * 1024
+MAX_LINES = 5000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return {"passed": self.passed, **({"reason": self.reason} if self.reason else {})}
+
+
+PASS = Verdict(True)
+
+
+class Rejected(Exception):
+    """Raised inside a check; becomes the verdict's reason."""
+
+
+def check(source: str, backend: str, kernel: str, ops: Iterable[Op] | None = None) -> Verdict:
+    """Whether `source` may be built as kernel `kernel` for `backend` (`ops`: the KernelIR's ops,
+    needed by the `mlx` backend, whose calls must be among them)."""
+    try:
+        _check_text(source)
+        if backend == "mlx":
+            if ops is None:
+                raise ValueError("the mlx backend's check needs the kernel's ops")
+            _check_python(source, kernel, frozenset(ops))
+        elif backend in C_RULES:
+            _check_c(source, kernel, C_RULES[backend])
+        else:
+            raise Rejected(f"no static rules for backend {backend!r}")
+    except Rejected as e:
+        return Verdict(False, str(e))
+    return PASS
+
+
+def _check_text(source: str) -> None:
+    size, lines = len(source.encode()), source.count("\n") + 1
+    if size > MAX_BYTES:
+        raise Rejected(f"source is {size} bytes, over the limit of {MAX_BYTES}")
+    if lines > MAX_LINES:
+        raise Rejected(f"source has {lines} lines, over the limit of {MAX_LINES}")
+    for n, line in enumerate(source.splitlines(), 1):
+        bad = next((ch for ch in line if not (ch.isascii() and (ch.isprintable() or ch == "\t"))), None)
+        if bad is not None:
+            raise Rejected(f"line {n}: character {bad!r} (sources are printable ASCII)")
+
+
+# -- C family -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CRules:
+    """What one C-family target may contain beyond the common rules."""
+    includes: tuple[str, ...]   # exactly the headers the target's renderer emits (GPU: none, MLX's own)
+    pragmas: re.Pattern
+    exported: bool              # checked: the call allow-list and the kernel's exported ABI
+
+
+UNROLL = r"|GCC unroll \d+|unroll( \d+)?"
+C_RULES = {
+    "cpu": CRules(CRenderer.includes, re.compile(rf"(omp (simd|parallel for|declare simd){UNROLL})\b"), True),
+    "cuda": CRules((), re.compile(rf"({UNROLL[1:]})\b"), False),
+    "metal": CRules((), re.compile(rf"(METAL fp contract\(off\){UNROLL})"), False),
+}
+SAFE_DIRECTIVES = {"define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif"}
+
+BANNED = {  # name -> what it gives a kernel that a kernel never needs
+    **dict.fromkeys(("system", "popen", "fork", "vfork", "execl", "execle", "execlp", "execv", "execve",
+                     "execvp", "execvpe", "fexecve", "posix_spawn", "posix_spawnp", "clone", "kill",
+                     "raise", "abort", "exit", "_exit", "_Exit", "atexit", "ptrace", "signal",
+                     "sigaction", "pthread_create"), "process control"),
+    **dict.fromkeys(("fopen", "freopen", "fdopen", "open", "openat", "creat", "read", "write", "pread",
+                     "pwrite", "close", "unlink", "remove", "rename", "mkdir", "rmdir", "fread", "fwrite",
+                     "fprintf", "printf", "puts", "fputs", "stat", "chmod", "truncate", "ftruncate"),
+                    "file access"),
+    **dict.fromkeys(("socket", "connect", "bind", "listen", "accept", "send", "sendto", "recv",
+                     "recvfrom", "getaddrinfo", "gethostbyname"), "network access"),
+    **dict.fromkeys(("mmap", "munmap", "mprotect", "madvise", "brk", "sbrk", "dlopen", "dlsym", "dlclose",
+                     "dlmopen"), "memory mapping or dynamic loading"),
+    **dict.fromkeys(("syscall", "getenv", "secure_getenv", "setenv", "putenv", "unsetenv", "environ",
+                     "ioctl", "prctl"), "system calls or the environment"),
+    **dict.fromkeys(("setjmp", "longjmp", "sigsetjmp", "siglongjmp", "_setjmp", "_longjmp"),
+                    "non-local jumps"),
+    **dict.fromkeys(("asm", "__asm", "__asm__", "_Pragma"), "inline assembly or hidden pragmas"),
+    **dict.fromkeys(("time", "clock", "rand", "srand", "random"), "nondeterminism"),
+}
+ATTRIBUTES = {"aligned", "always_inline", "noinline", "unused", "hot", "cold", "flatten", "pure", "const",
+              "nonnull", "vector_size", "may_alias", "target", "noclone", "__aligned__", "__always_inline__",
+              "__vector_size__", "__target__"}
+MATH = {f + s for f in ("sqrt", "fabs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
+                        "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                        "erf", "erfc", "floor", "ceil", "round", "trunc", "rint", "nearbyint", "lrint",
+                        "fma", "fmax", "fmin", "fmod", "copysign", "ldexp", "frexp", "cbrt", "hypot", "nan")
+        for s in ("f", "")} | {"isnan", "isinf", "isfinite", "signbit", "fpclassify"}
+OPENMP = {"omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads"}
+BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch", "__builtin_unreachable",
+            "__builtin_memcpy", "__builtin_memset", "__builtin_isnan", "__builtin_isinf", "__builtin_inff",
+            "__builtin_nanf", "__builtin_huge_valf"} | {f"__builtin_{m}" for m in MATH}
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
+            "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
+OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"
+                         r"collapse|aligned|simdlen|safelen|linear|uniform|if|proc_bind)\s*\(")
+
+IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*\{")
+MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+FUNCTION_POINTER = re.compile(r"\(\s*\*\s*\w*\s*\)\s*\(|\bgoto\s*\*")
+ABI = re.compile(r"void\s*\*\s*\*\s*(restrict\s+)?\w+\s*,\s*const\s+int64_t\s*\*\s*(restrict\s+)?\w+\s*,"
+                 r"\s*const\s+int64_t\s*\*\s*(restrict\s+)?\w+")
+DIGRAPH = re.compile(r"<%|%>|<:|:>|%:|\?\?[=/'()!<>-]")
+
+
+def _strip(source: str) -> str:
+    """The source with line continuations joined (as the preprocessor does first, so a banned name
+    can't be split across lines), comments blanked and string/char literals emptied."""
+    text = source.replace("\\\n", "")
+    out, i, n = [], 0, len(text)
+    while i < n:
+        two = text[i:i + 2]
+        if two == "//":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif two == "/*":
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise Rejected("unterminated comment")
+            out.append(" " + "\n" * text.count("\n", i, j))
+            i = j + 2
+        elif text[i] in "\"'":
+            quote, j = text[i], i + 1
+            while j < n and text[j] != quote:
+                if text[j] == "\n":
+                    raise Rejected(f"line {text.count(chr(10), 0, i) + 1}: unterminated literal")
+                j += 2 if text[j] == "\\" else 1
+            out.append('""' if quote == '"' else "0")
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _line(code: str, pos: int) -> int:
+    return code.count("\n", 0, pos) + 1
+
+
+def _check_c(source: str, kernel: str, rules: CRules) -> None:
+    code = _without_attributes(_strip(source))
+    m = DIGRAPH.search(code)
+    if m:
+        raise Rejected(f"line {_line(code, m.start())}: digraph or trigraph {m.group()!r}")
+    for n, line in enumerate(code.splitlines(), 1):
+        _check_directive(n, line.strip(), rules)
+    for m in IDENT.finditer(code):
+        if m.group() in BANNED:
+            raise Rejected(f"line {_line(code, m.start())}: uses {m.group()} ({BANNED[m.group()]})")
+    m = FUNCTION_POINTER.search(code)
+    if m:
+        raise Rejected(f"line {_line(code, m.start())}: a function pointer or computed goto")
+    if rules.exported:
+        _check_calls(code)
+        _check_kernel_definition(code, kernel)
+
+
+def _check_calls(code: str) -> None:
+    defined = {d.group(1) for d in DEFINITION.finditer(code)} | set(MACRO.findall(code))
+    allowed = defined | MATH | OPENMP | BUILTINS | KEYWORDS
+    # an OpenMP clause such as reduction(+:a) is no call
+    code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: OMP_CLAUSES.sub(",(", p.group()), code)
+    for m in CALL.finditer(code):
+        if m.group(1) not in allowed:
+            raise Rejected(f"line {_line(code, m.start())}: calls {m.group(1)}, which is neither defined in "
+                           "the source nor an allowed math, OpenMP or compiler function")
+
+
+def _check_directive(n: int, line: str, rules: CRules) -> None:
+    if not line.startswith("#"):
+        return
+    m = re.match(r"#\s*(\w*)\s*(.*)", line)
+    name, rest = m.group(1), " ".join(m.group(2).split())
+    if name == "include":
+        header = re.fullmatch(r"<([\w./]+)>", rest)
+        if not header or header.group(1) not in rules.includes:
+            allowed = ", ".join(f"<{h}>" for h in rules.includes) or "none"
+            raise Rejected(f"line {n}: #include {rest} (allowed: {allowed})")
+    elif name == "pragma":
+        if not rules.pragmas.match(rest):
+            raise Rejected(f"line {n}: #pragma {rest} (allowed: {rules.pragmas.pattern})")
+    elif name not in SAFE_DIRECTIVES:
+        raise Rejected(f"line {n}: the #{name} directive")
+    elif "#" in rest:
+        raise Rejected(f"line {n}: token pasting or stringizing in a macro")
+
+
+def _without_attributes(code: str) -> str:
+    """`__attribute__((...))` blanked out after checking each attribute against the safe list (a
+    constructor or destructor runs at load time; `optimize` can turn on fast-math)."""
+    out, start = [], 0
+    for m in re.finditer(r"\b__attribute__\s*\(", code):
+        if m.start() < start:
+            continue
+        depth, j = 0, m.end() - 1
+        while j < len(code):
+            depth += {"(": 1, ")": -1}.get(code[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        body = code[m.end():j]
+        for name in re.findall(r"\b([A-Za-z_]\w*)\s*(?:\(|,|\)|$)", body):
+            if name not in ATTRIBUTES:
+                raise Rejected(f"line {_line(code, m.start())}: __attribute__(({name}))")
+        out.append(code[start:m.start()] + " " * (j + 1 - m.start()))
+        start = j + 1
+    return "".join(out) + code[start:]
+
+
+def _check_kernel_definition(code: str, kernel: str) -> None:
+    defs = [d for d in DEFINITION.finditer(code) if d.group(1) == kernel]
+    abi = f"void {kernel}(void **bufs, const int64_t *dims, const int64_t *strides)"
+    if not defs:
+        raise Rejected(f"does not define the kernel function {kernel} (expected {abi})")
+    if len(defs) > 1:
+        raise Rejected(f"defines {kernel} {len(defs)} times")
+    d = defs[0]
+    before = code[:d.start()]
+    head = [t for line in before[max(before.rfind(c) for c in ";{}") + 1:].splitlines()
+            if not line.strip().startswith("#") for t in line.split()]
+    if head != ["void"] or not ABI.fullmatch(d.group(2).strip()):
+        written = f"{' '.join(head)} {kernel}({' '.join(d.group(2).split())})"
+        raise Rejected(f"line {_line(code, d.start())}: {written} is not the ABI {abi} (exported)")
+    if re.search(rf"#\s*(define|undef)\s+{kernel}\b", code):
+        raise Rejected(f"a macro renames the kernel function {kernel}")
+
+
+# -- mlx: Python source ---------------------------------------------------------------------------------
+
+MLX_NAME = {Op.NEG: "negative", Op.SUB: "subtract", Op.MUL: "multiply", Op.DIV: "divide"}  # else op.value
+MLX_DTYPES = {"float32", "float16", "bfloat16", "int32", "bool_"}
+OPERATORS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV, ast.Pow: Op.POW,
+             ast.USub: Op.NEG, ast.Lt: Op.LT, ast.LtE: Op.LE, ast.Gt: Op.GT, ast.GtE: Op.GE, ast.Eq: Op.EQ,
+             ast.NotEq: Op.NE, ast.BitAnd: Op.AND, ast.BitOr: Op.OR, ast.Invert: Op.NOT}
+PY_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign, ast.Expr, ast.Name,
+            ast.Load, ast.Store, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.keyword,
+            ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.IfExp) + tuple(OPERATORS)
+
+
+def mlx_name(op: Op) -> str:
+    return MLX_NAME.get(op, op.value)
+
+
+def _check_python(source: str, kernel: str, ops: frozenset[Op]) -> None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise Rejected(f"line {e.lineno}: does not parse ({e.msg})") from None
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if len(tree.body) != 1 or len(fns) != 1 or fns[0].name != kernel or fns[0].decorator_list:
+        raise Rejected(f"the source must be exactly one undecorated function named {kernel}")
+    calls = {mlx_name(op) for op in ops if op in ELEMENTWISE or op in REDUCE}
+    params = {a.arg for a in fns[0].args.args}
+    local = params | {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                      for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if not isinstance(node, PY_NODES):
+            raise Rejected(f"{where}: {type(node).__name__} is not allowed")
+        for operator in _operators(node):
+            if OPERATORS[type(operator)] not in ops:
+                raise Rejected(f"{where}: the operator {OPERATORS[type(operator)].value} is not among the "
+                               "kernel's ops")
+        if isinstance(node, ast.Attribute):
+            if not (isinstance(node.value, ast.Name) and node.value.id == "mx"):
+                raise Rejected(f"{where}: attribute .{node.attr} of something other than mx")
+            if node.attr not in calls | MLX_DTYPES:
+                raise Rejected(f"{where}: mx.{node.attr} is not among the kernel's ops")
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
+            raise Rejected(f"{where}: calls something other than an mx function")
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local | {"mx"}:
+            raise Rejected(f"{where}: the name {node.id} (only parameters, locals and mx)")
+
+
+def _operators(node: ast.AST) -> list[ast.AST]:
+    """The operators a node applies to arrays (a minus sign on a literal, as in axis=-1, is none)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return []
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        return [node.op]
+    return list(node.ops) if isinstance(node, ast.Compare) else []

@@ -1,0 +1,165 @@
+// One generic MLX primitive that runs any Auto-Perfect CPU kernel.
+//
+// A generated kernel has the KernelIR ABI
+//     void f(void **bufs, const int64_t *dims, const int64_t *strides)
+// (inputs then outputs in `bufs`, every buffer row-contiguous). KernelOp holds the kernel's
+// address and its launch (dims, per-input strides), so one extension serves every kernel: Python
+// passes the address it took from the kernel's already-built shared library. Outputs are allocated
+// by MLX's allocator and the call is queued on the CPU stream's command encoder, as MLX's own CPU
+// ops do, so the op is lazy, composes with other ops and runs inside mx.compile'd code.
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "mlx/allocator.h"
+#include "mlx/array.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+#include "mlx/utils.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace mlx::core;
+
+namespace autoperfect {
+
+using KernelFn = void (*)(void**, const int64_t*, const int64_t*);
+
+class KernelOp : public Primitive {
+ public:
+  KernelOp(
+      Stream stream,
+      std::uintptr_t address,
+      std::vector<int64_t> dims,
+      std::vector<int64_t> strides,
+      std::string name)
+      : Primitive(stream),
+        address_(address),
+        dims_(std::move(dims)),
+        strides_(std::move(strides)),
+        name_(std::move(name)) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs)
+      override {
+    // The kernel indexes every buffer as row-major: a strided view here would be read wrongly.
+    for (const auto& in : inputs) {
+      if (!in.flags().row_contiguous) {
+        throw std::invalid_argument(name_ + ": an input is not row-contiguous");
+      }
+    }
+    auto& encoder = cpu::get_command_encoder(stream());
+    std::vector<void*> bufs;
+    bufs.reserve(inputs.size() + outputs.size());
+    for (const auto& in : inputs) {
+      encoder.set_input_array(in);
+      bufs.push_back(const_cast<char*>(in.data<char>()));
+    }
+    for (auto& out : outputs) {
+      out.set_data(allocator::malloc(out.nbytes()));
+      encoder.set_output_array(out);
+      bufs.push_back(out.data<char>());
+    }
+    // MLX's evaluator keeps the input and sibling buffers alive until this task has run.
+    encoder.dispatch([fn = reinterpret_cast<KernelFn>(address_),
+                      bufs = std::move(bufs),
+                      dims = dims_,
+                      strides = strides_]() mutable {
+      fn(bufs.data(), dims.data(), strides.data());
+    });
+  }
+
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(name_ + ": a CPU kernel has no GPU implementation");
+  }
+
+  // The launch is fixed when the op is made: mx.compile(shapeless=True) cannot replay it.
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    throw std::invalid_argument(
+        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
+  }
+
+  const char* name() const override {
+    return name_.c_str();
+  }
+
+  // mx.compile merges equivalent nodes: two calls are one only if they run the same code on the
+  // same launch (output shapes and dtypes are compared by MLX itself).
+  bool is_equivalent(const Primitive& other) const override {
+    const auto* o = dynamic_cast<const KernelOp*>(&other);
+    return o != nullptr && address_ == o->address_ && dims_ == o->dims_ &&
+        strides_ == o->strides_ && name_ == o->name_;
+  }
+
+ private:
+  std::uintptr_t address_;
+  std::vector<int64_t> dims_;
+  std::vector<int64_t> strides_;
+  std::string name_;
+};
+
+// An input whose layout is already known to be row-contiguous is passed as it is; any other gets
+// MLX's `contiguous`, which shares the buffer when it turns out contiguous and copies otherwise.
+array row_contiguous(const array& x, const Stream& s) {
+  bool known = x.status() != array::Status::unscheduled;
+  return known && x.flags().row_contiguous ? x : contiguous(x, false, s);
+}
+
+std::vector<array> kernel_call(
+    const std::vector<array>& inputs,
+    std::uintptr_t fn_address,
+    std::vector<int64_t> dims,
+    std::vector<int64_t> strides,
+    const std::vector<std::vector<int>>& out_shapes,
+    const std::vector<Dtype>& out_dtypes,
+    std::string name) {
+  if (fn_address == 0) {
+    throw std::invalid_argument(name + ": null kernel address");
+  }
+  if (out_shapes.empty() || out_shapes.size() != out_dtypes.size()) {
+    std::ostringstream msg;
+    msg << name << ": " << out_shapes.size() << " output shapes for " << out_dtypes.size()
+        << " output dtypes";
+    throw std::invalid_argument(msg.str());
+  }
+  if (dims.empty() || strides.size() < inputs.size() * dims.size()) {
+    throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
+  }
+  Stream s = to_stream({}, Device::cpu);
+  std::vector<array> args;
+  args.reserve(inputs.size());
+  for (const auto& x : inputs) {
+    args.push_back(row_contiguous(x, s));
+  }
+  std::vector<Shape> shapes;
+  for (const auto& shape : out_shapes) {
+    shapes.emplace_back(shape.begin(), shape.end());
+  }
+  auto op = std::make_shared<KernelOp>(
+      s, fn_address, std::move(dims), std::move(strides), std::move(name));
+  return array::make_arrays(std::move(shapes), out_dtypes, op, args);
+}
+
+} // namespace autoperfect
+
+NB_MODULE(_kernel_op, m) {
+  m.doc() = "Auto-Perfect's generic MLX primitive for generated CPU kernels";
+  m.def(
+      "kernel_call",
+      &autoperfect::kernel_call,
+      "inputs"_a,
+      "fn_address"_a,
+      "dims"_a,
+      "strides"_a,
+      "out_shapes"_a,
+      "out_dtypes"_a,
+      "name"_a,
+      "Lazy MLX arrays computed by the kernel at `fn_address` (KernelIR ABI) on `inputs`.");
+}

@@ -1,0 +1,16 @@
+# Bugs planted into every verified kernel must all be rejected by the judge (target: `mutants`).
+# A planted race shows only when the judge's threads really run at once: the job claims every core.
+rule plant_mutants:
+    input:
+        kernels="results/{op}/kernels.json",
+        validation="results/{op}/{backend}/validation.json",
+    output:
+        "results/{op}/{backend}/mutants.json",
+    threads: workflow.cores
+    params:
+        spec=spec_json,
+        judge=config["judge"],
+        cache="results/cache/build",
+        code=stage_hash("autoperfect.mutants", "autoperfect.stages"),
+    script:
+        "../scripts/mutants.py"

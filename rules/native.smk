@@ -1,0 +1,10 @@
+# The native-dispatch extension (one per machine and MLX version, cached under ~/.cache/autoperfect):
+# built before any benchmark so kernels are timed as native MLX ops. Without a C++ toolchain the
+# file says why, and kernels run through the ctypes path instead.
+rule native:
+    output:
+        "results/native.json",
+    params:
+        code=stage_hash("autoperfect.native"),
+    script:
+        "../scripts/native.py"

@@ -1,0 +1,301 @@
+"""The judge: correct kernels pass however they order a reduction, at every dtype, run after run;
+kernels that crash, hang, write out of bounds or into their inputs, or disagree with themselves are
+rejected with a reason; approximated functions are measured in ULPs against their stated bounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoperfect import artifacts, backends, judge, static, stages
+from autoperfect.backends import cpu
+from autoperfect.backends.cfamily import Schedule
+from autoperfect.judge import Settings, judge_candidates, run_isolated
+from autoperfect.mutants import Mutant, plant
+from autoperfect.pipeline import front
+from autoperfect.spec import parse_op, seed_for
+
+from op_table import config_specs, small_shapes
+
+BE = backends.get("cpu")
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory) -> Path:
+    """Builds, and the judge's probe builds (through AUTOPERFECT_CACHE), in one place per module."""
+    root = tmp_path_factory.mktemp("judge-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOPERFECT_CACHE", str(root))
+        yield root / "build"
+
+
+def build(source: str, where: Path) -> str:
+    b = BE.build(source, where)
+    assert b.ok, b.log
+    return b.library
+
+
+def compiled(spec, where: Path) -> list[dict[str, str]]:
+    """Every choice of the compiler's candidates for `spec` (one kernel here: one dict per variant)."""
+    out = []
+    for k in (k for k in front(spec).kernels if k is not None):
+        out += [{k.name: build(BE.render(k, s), where)} for s in BE.schedules_for(k)]
+    return out
+
+
+def op(name: str, fn: str, **inputs) -> object:
+    return parse_op(name, {"fn": fn, "inputs": inputs})
+
+
+# -- the compiler's own kernels: every config op, several fresh hidden draws ---------------------------
+
+SPECS = config_specs()
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_config_ops_pass_draw_after_draw(name, build_dir):
+    """Every candidate of every config op, at small shapes, with three fresh hidden draws per shape."""
+    spec = SPECS[name]
+    spec = spec.with_shapes(small_shapes(spec.inputs))
+    approximated = {i.op.value for k in front(spec).kernels if k is not None for i in k.body
+                    if i.op in judge.ULP_BOUND}
+    for n, libraries in enumerate(compiled(spec, build_dir)):
+        hidden = seed_for("draws", name, str(n))
+        verdict = judge_candidates(spec, "cpu", libraries, Settings(hidden_draws=3), hidden)
+        assert verdict["passed"], verdict["reason"]
+        assert verdict["hidden"] == {"draws": 3 * judge.Settings().shapes, "failed": 0}
+        assert set(verdict["ulp"]) == approximated
+        assert all(u["within_bound"] for u in verdict["ulp"].values())
+
+
+# -- float16 and bfloat16 ----------------------------------------------------------------------------
+
+SIXTEEN = {
+    "half_softmax": op("half_softmax", "def half_softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                       x={"shape": [24, 100], "dtype": "float16"}),
+    "bf16_rmsnorm": op("bf16_rmsnorm", "def bf16_rmsnorm(x, w):\n"
+                       "    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w\n",
+                       x={"shape": [24, 100], "dtype": "bfloat16"}, w={"shape": [100], "dtype": "bfloat16"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIXTEEN))
+def test_sixteen_bit_ops_pass_and_their_mutants_fail(name, build_dir):
+    """The spec's dtype decides what is drawn, computed and compared; a 16-bit kernel passes, and
+    every planted bug but the race (too small a shape for threads to meet) is caught in it."""
+    spec = SIXTEEN[name]
+    (libraries,) = compiled(spec, build_dir)[:1]
+    verdict = judge_candidates(spec, "cpu", libraries, Settings(), seed_for("sixteen", name))
+    assert verdict["passed"], verdict["reason"]
+    dtype = spec.inputs[0].dtype
+    assert {u["dtype"] for u in verdict["ulp"].values()} == {dtype}
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    source = Path(libraries[k.name]).with_suffix(".c").read_text()
+    mutants = [m for m in plant(k, source) if isinstance(m, Mutant) and m.bug != "race"]
+    assert len(mutants) >= 8
+    for m in mutants:
+        v = judge_candidates(spec, "cpu", {k.name: build(m.source, build_dir)}, Settings(), None)
+        assert not v["passed"], f"{name}: the {m.bug} mutant passed\n{m.diff}"
+
+
+# -- no false rejections: hand-written kernels that order their sums otherwise ---------------------------
+
+ROWSUM = op("rowsum", "def rowsum(x):\n    return mx.sum(x, axis=-1, keepdims=True)\n",
+            x={"shape": [64, 300]})
+LAYERNORM = op("layernorm", SPECS["layernorm"].fn, x={"shape": [48, 200]}, w={"shape": [200]},
+               b={"shape": [200]})
+
+# Two sums per variant: of a row, and of its squared deviations from m (no function pointers).
+SUMS = {
+    "pairwise": """\
+static float sum_of(const float *p, int64_t n) {
+  if (n <= 8) { float s = 0.0f; for (int64_t i = 0; i < n; i++) s += p[i]; return s; }
+  return sum_of(p, n / 2) + sum_of(p + n / 2, n - n / 2);
+}
+static float dev_of(const float *p, int64_t n, float m) {
+  if (n <= 8) { float s = 0.0f; for (int64_t i = 0; i < n; i++) s += (p[i] - m) * (p[i] - m); return s; }
+  return dev_of(p, n / 2, m) + dev_of(p + n / 2, n - n / 2, m);
+}
+""",
+    "kahan": """\
+#define KAHAN(TERM) float s = 0.0f, c = 0.0f; \\
+  for (int64_t i = 0; i < n; i++) { float y = (TERM) - c; float t = s + y; c = (t - s) - y; s = t; } \\
+  return s;
+static float sum_of(const float *p, int64_t n) { KAHAN(p[i]) }
+static float dev_of(const float *p, int64_t n, float m) { KAHAN((p[i] - m) * (p[i] - m)) }
+""",
+    "four_lanes_reversed": """\
+static float sum_of(const float *p, int64_t n) {
+  float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t i = n - 1; i >= 0; i--) lane[i % 4] += p[i];
+  return (lane[3] + lane[1]) + (lane[2] + lane[0]);
+}
+static float dev_of(const float *p, int64_t n, float m) {
+  float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t i = n - 1; i >= 0; i--) lane[i % 4] += (p[i] - m) * (p[i] - m);
+  return (lane[3] + lane[1]) + (lane[2] + lane[0]);
+}
+""",
+}
+ROWSUM_C = """\
+#include <stdint.h>
+#include <math.h>
+{sums}
+void {name}(void **bufs, const int64_t *dims, const int64_t *strides) {{
+  const float *restrict x = (const float *)bufs[0];
+  float *restrict out = (float *)bufs[1];
+  const int64_t R = dims[0], N = dims[1];
+  {rows}
+  for (int64_t r = 0; r < R; r++) {{
+{body}
+  }}
+}}
+"""
+# one row's sum split over threads in 4 fixed chunks, combined in a fixed order (deterministic)
+CHUNKED = """\
+    float part[4];
+    #pragma omp parallel for schedule(static)
+    for (int q = 0; q < 4; q++) part[q] = sum_of(x + r * strides[0] + q * N / 4, (q + 1) * N / 4 - q * N / 4);
+    out[r] = (part[0] + part[1]) + (part[2] + part[3]);"""
+WHOLE_ROW = "    out[r] = sum_of(x + r * strides[0], N);"
+LAYERNORM_C = """\
+#include <stdint.h>
+#include <math.h>
+{sums}
+void {name}(void **bufs, const int64_t *dims, const int64_t *strides) {{
+  const float *restrict x = (const float *)bufs[0];
+  const float *restrict w = (const float *)bufs[1];
+  const float *restrict b = (const float *)bufs[2];
+  float *restrict out = (float *)bufs[3];
+  const int64_t R = dims[0], N = dims[1];
+  {rows}
+  for (int64_t r = 0; r < R; r++) {{
+    const float *row = x + r * strides[0];
+    const float mean = sum_of(row, N) / (float)N;
+    const float scale = 1.0f / sqrtf(dev_of(row, N, mean) / (float)N + 1e-5f);
+    for (int64_t j = 0; j < N; j++)
+      out[r * N + j] = (row[j] - mean) * scale * w[r * strides[2] + j] + b[r * strides[4] + j];
+  }}
+}}
+"""
+PARALLEL_ROWS = {"rows in parallel": "#pragma omp parallel for schedule(static)",
+                 "rows dealt dynamically": "#pragma omp parallel for schedule(dynamic, 3)"}
+
+
+def variants():
+    """Each summation tree in both kernels, with three ways of sharing the work between threads."""
+    for sums in SUMS:
+        yield pytest.param(ROWSUM, ROWSUM_C, sums, PARALLEL_ROWS["rows in parallel"], WHOLE_ROW,
+                           id=f"rowsum-{sums}-rows in parallel")
+        yield pytest.param(LAYERNORM, LAYERNORM_C, sums, PARALLEL_ROWS["rows dealt dynamically"], "",
+                           id=f"layernorm-{sums}-rows dealt dynamically")
+    yield pytest.param(ROWSUM, ROWSUM_C, "kahan", "", CHUNKED, id="rowsum-kahan-chunks over threads")
+
+
+@pytest.mark.parametrize("spec, template, sums, rows, body", variants())
+def test_reordered_reductions_pass(spec, template, sums, rows, body, build_dir):
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    assert [a.name for a in k.inputs] == [f"{i.name}_{n}" for n, i in enumerate(spec.inputs)]
+    source = template.format(sums=SUMS[sums], name=k.name, rows=rows, body=body)
+    assert static.check(source, "cpu", k.name).passed, static.check(source, "cpu", k.name).reason
+    verdict = judge_candidates(spec, "cpu", {k.name: build(source, build_dir)}, Settings(),
+                               seed_for("reordered", sums, rows))
+    assert verdict["passed"], verdict["reason"]
+
+
+# -- misbehaving kernels: a verdict with a reason each, and the run goes on -----------------------------
+
+BAD = {  # statement at the start of a row -> what the verdict says
+    "segfault": ("*(volatile float *)0 = 1.0f;", "crashed with SIGSEGV"),
+    "out_of_bounds": ("out[R + 3] = 0.0f;", "wrote out of bounds after output out0"),
+    "writes_input": ("((float *)bufs[0])[r] = 0.0f;", "wrote into its input x_0"),
+    "nondeterministic": ("static int calls; if (r == 0) calls++; "
+                         "if (calls % 2 == 0) { out[r] = 1e3f; continue; }", "differs from the first run"),
+}
+
+
+def rowsum_source(statement: str = "") -> tuple[str, str]:
+    (k,) = [k for k in front(ROWSUM).kernels if k is not None]
+    return k.name, ROWSUM_C.format(sums=SUMS["pairwise"], name=k.name, rows=PARALLEL_ROWS["rows in parallel"],
+                                   body=f"    {statement}\n{WHOLE_ROW}")
+
+
+def test_validate_records_each_bad_candidate_and_verifies_the_good_one(build_dir, tmp_path):
+    name, good = rowsum_source()
+    candidates = [{"kernel": name, "variant": "good", "name": f"{name}.good", "ok": True,
+                   "library": build(good, build_dir)}]
+    for variant, (statement, _) in BAD.items():
+        candidates.append({"kernel": name, "variant": variant, "name": f"{name}.{variant}", "ok": True,
+                           "library": build(rowsum_source(statement)[1], build_dir)})
+    artifacts.write_json(tmp_path / "compile.json", {"backend": "cpu", "candidates": candidates})
+    (k,) = [k for k in front(ROWSUM).kernels if k is not None]
+    artifacts.write_json(tmp_path / "kernels.json", {"kernels": [{"kernel": k.to_json()}]})
+    settings = {"shapes": 1, "hidden_draws": 0, "runs": 3, "timeout_s": 120.0, "memory_gb": 8.0}
+    stages.validate(json.dumps(ROWSUM.to_json()), str(tmp_path / "kernels.json"),
+                    str(tmp_path / "compile.json"), settings, str(tmp_path / "validation.json"))
+    result = json.loads((tmp_path / "validation.json").read_text())
+    assert result["passed"] and list(result["verified"][name]) == ["good"]
+    reasons = {c["variant"]: c.get("reason", "") for c in result["candidates"]}
+    for variant, (_, words) in BAD.items():
+        assert words in reasons[variant], (variant, reasons[variant])
+
+
+def test_a_hang_is_a_verdict(build_dir):
+    name, source = rowsum_source("volatile int spin = 1; while (spin) {}")
+    verdict = run_isolated(ROWSUM, "cpu", {name: build(source, build_dir)}, Settings(timeout_s=3.0))
+    assert not verdict["passed"] and verdict["reason"].startswith("timed out after 3 s")
+
+
+# -- approximated functions: ULPs measured one function at a time --------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_ulp_error_counts_units_in_the_last_place(dtype):
+    ref = np.array([1.0, 3.0, -1000.0, 2.0 ** -130])
+    step = np.array([2.0 ** (1 - judge.PRECISION[dtype]), 2.0 ** (2 - judge.PRECISION[dtype]),
+                     2.0 ** (10 - judge.PRECISION[dtype]),
+                     2.0 ** (np.log2(judge.dtypes.TINY[dtype]) + 1 - judge.PRECISION[dtype])])
+    assert np.array_equal(judge.ulp_error(ref + 3 * step, ref, dtype), [3.0, 3.0, 3.0, 3.0])
+    assert np.array_equal(judge.ulp_error(ref, ref, dtype), np.zeros(4))
+
+
+def test_sweeps_cover_every_sixteen_bit_value_and_every_float32_binade():
+    half = judge.sweep(-2.0, 2.0, "float16")
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64)
+    assert np.array_equal(half, np.unique(every[np.isfinite(every) & (np.abs(every) <= 2)]))
+    x = judge.sweep(1e-30, 1e30, "float32", 4096)
+    assert set(np.unique(np.floor(np.log2(x)))) >= set(range(-99, 99))
+
+
+class SloppyExp:
+    """The cpu backend with an exp 8 ulps high: its kernels call a sloppy function."""
+    NAME, Kernel = "cpu", cpu.Kernel
+    build, schedules_for = staticmethod(cpu.build), staticmethod(cpu.schedules_for)
+
+    @staticmethod
+    def render(k, schedule):
+        helper = "static inline float ap_sloppy_exp(float x) { return expf(x) * (1.0f + 0x1p-21f); }\n"
+        source = cpu.render(k, schedule).replace("\nstatic inline", "\n" + helper + "static inline", 1)
+        return source.replace("= expf(v", "= ap_sloppy_exp(v")
+
+
+def test_a_function_past_its_stated_bound_is_rejected(build_dir):
+    """A source that is no rendering of the backend's (no .c beside the library) is probed with every
+    schedule the backend uses for the function; the worst must hold the stated bound."""
+    (k,) = front(SPECS["softmax"].with_shapes({"x": (4, 8)})).kernels
+    report, reason = judge.function_accuracy(SloppyExp, [k], {k.name: str(build_dir / "none.so")})
+    assert 5 < report["exp"]["worst_ulp"] < 12 and not report["exp"]["within_bound"]
+    assert reason.startswith("exp (") and "its stated bound is 4 ulp" in reason
+    honest, none = judge.function_accuracy(BE, [k], {k.name: str(build_dir / "none.so")})
+    assert none is None and honest["exp"]["within_bound"]
+
+
+@pytest.mark.parametrize("fn", sorted(judge.ULP_BOUND, key=lambda o: o.value), ids=lambda o: o.value)
+def test_rendered_functions_meet_their_stated_bounds(fn, build_dir):
+    """Down to the denormal results (sigmoid below -88.7, where 1/(1+expf(-x)) would give 0)."""
+    for schedule in (Schedule("libm"), Schedule("libmvec", vector_math=True)):
+        result = judge.probe(BE, fn, "float32", schedule)
+        assert result["within_bound"], (schedule.name, result)

@@ -1,0 +1,132 @@
+"""Mutation testing: each bug class is planted where it applies (and says why where it does not),
+every planted mutant is rejected by the judge, and the mutants stage counts what the judge and the
+KernelBench-style allclose check catch."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from autoperfect import artifacts, backends, mutants, report, stages, static
+from autoperfect.judge import Settings, judge_candidates
+from autoperfect.mutants import BUGS, Mutant, NotApplicable, plant
+from autoperfect.pipeline import front
+from autoperfect.spec import parse_op
+
+from op_table import config_specs, small_shapes
+
+BE = backends.get("cpu")
+SPECS = config_specs()
+NORM = set(BUGS) - {"wrong_constant", "fma_contraction"}
+APPLIES = {  # config op -> the classes planted in its kernel (the others say why not)
+    "chain": {"off_by_one", "skipped_tail", "sign_flip", "swapped_operands", "dropped_term",
+              "precision_downcast", "race", "partial_write", "wrong_input", "fma_contraction"},
+    "gelu_tanh": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "wrong_constant", "sign_flip",
+                  "dropped_term", "precision_downcast", "race", "partial_write"},
+    "softmax": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "sign_flip", "swapped_operands",
+                "dropped_term", "precision_downcast", "uninitialized_accumulator", "race", "partial_write"},
+    "layernorm": NORM, "rmsnorm": NORM, "add_rmsnorm": NORM,
+}
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("mutants-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOPERFECT_CACHE", str(root))
+        yield root / "build"
+
+
+def small(name: str):
+    spec = SPECS[name]
+    spec = spec.with_shapes(small_shapes(spec.inputs))
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    return spec, k, BE.render(k, BE.schedules_for(k)[0])
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_classes_apply_where_expected(name):
+    _, k, source = small(name)
+    planted = plant(k, source)
+    assert [p.bug for p in planted] == list(BUGS)
+    applied = {p.bug for p in planted if isinstance(p, Mutant)}
+    assert applied == APPLIES[name] and len(applied) >= 10
+    for p in planted:
+        if isinstance(p, NotApplicable):
+            assert p.reason and "spelling" not in p.reason, p
+        else:
+            assert p.source != source and p.diff.startswith(("-", "+"))
+            verdict = static.check(p.source, "cpu", k.name)
+            assert verdict.passed, (p.bug, verdict.reason)
+
+
+@pytest.mark.parametrize("name", ["chain", "rmsnorm"])
+def test_every_planted_mutant_is_rejected(name, build_dir):
+    """All classes but the race, which needs a shape where threads meet (the next test)."""
+    spec, k, source = small(name)
+    for m in plant(k, source):
+        if isinstance(m, NotApplicable) or m.bug == "race":
+            continue
+        built = BE.build(m.source, build_dir)
+        assert built.ok, built.log
+        verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(), None)
+        assert not verdict["passed"], f"the {m.bug} mutant passed:\n{m.diff}"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a race needs two threads")
+def test_a_planted_race_is_rejected(build_dir):
+    spec = SPECS["softmax"].with_shapes({"x": (2048, 1024)})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    (race,) = [m for m in plant(k, BE.render(k, BE.schedules_for(k)[0])) if m.bug == "race"]
+    built = BE.build(race.source, build_dir)
+    verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(shapes=0, hidden_draws=0), None)
+    assert not verdict["passed"]
+    assert "unwritten" in verdict["reason"] or "differs from the first run" in verdict["reason"] \
+        or "expected" in verdict["reason"], verdict["reason"]
+
+
+def test_mutants_stage_counts_the_judge_and_allclose(build_dir, tmp_path, monkeypatch):
+    """Two classes through the real children: a dropped weight (both checks catch it) and a missing
+    epsilon (a relative change of ~1e-6 on normal inputs: only the judge does)."""
+    monkeypatch.setattr(mutants, "BUGS", {b: BUGS[b] for b in ("dropped_term", "missing_epsilon")})
+    inputs = {"x": {"shape": [16, 40]}, "w": {"shape": [40]}}
+    spec = parse_op("rms", {"fn": SPECS["rmsnorm"].fn, "inputs": inputs})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    library = BE.build(BE.render(k, BE.schedules_for(k)[0]), build_dir).library
+    artifacts.write_json(tmp_path / "kernels.json", {"kernels": [{"kernel": k.to_json()}]})
+    artifacts.write_json(tmp_path / "validation.json", {"backend": "cpu", "passed": True,
+                                                        "verified": {k.name: {"rows": library}}})
+    settings = {"shapes": 2, "hidden_draws": 0, "runs": 2, "timeout_s": 120.0, "memory_gb": 8.0}
+    stages.mutants_stage(json.dumps(spec.to_json()), str(tmp_path / "kernels.json"),
+                         str(tmp_path / "validation.json"), settings, str(build_dir),
+                         str(tmp_path / "mutants.json"))
+    result = json.loads((tmp_path / "mutants.json").read_text())
+    assert (result["planted"], result["caught"], result["baseline_caught"]) == (2, 2, 1)
+    by_class = {m["class"]: m for m in result["mutants"]}
+    assert by_class["dropped_term"]["baseline"]["caught"]
+    assert not by_class["missing_epsilon"]["baseline"]["caught"]
+    assert "not allclose" in by_class["dropped_term"]["baseline"]["reason"]
+    assert "expected" in by_class["missing_epsilon"]["judge"]["reason"]
+    assert by_class["missing_epsilon"]["diff"].startswith("-")
+
+
+def test_mutants_stage_skips_an_op_that_failed_validation(tmp_path):
+    artifacts.write_json(tmp_path / "validation.json", {"backend": "cpu", "passed": False, "reason": "wrong"})
+    stages.mutants_stage(json.dumps(SPECS["chain"].to_json()), "unused", str(tmp_path / "validation.json"),
+                         {}, str(tmp_path), str(tmp_path / "mutants.json"))
+    result = json.loads((tmp_path / "mutants.json").read_text())
+    assert (result["planted"], result["caught"], result["baseline_caught"]) == (0, 0, 0)
+    assert result["skipped"] == "validation failed: wrong"
+
+
+def test_report_sets_the_judge_beside_allclose(tmp_path):
+    artifacts.write_json(tmp_path / "chain/cpu/mutants.json", {
+        "planted": 2, "caught": 2, "baseline_caught": 1,
+        "mutants": [{"class": "sign_flip", "judge": {"caught": True}, "baseline": {"caught": True}},
+                    {"class": "fma_contraction", "judge": {"caught": True}, "baseline": {"caught": False}}]})
+    lines = report.mutants_section(str(tmp_path), ["chain", "softmax"], ["cpu"])
+    assert "| chain/cpu | 2 | 2/2 | 1/2 | – | fma_contraction |" in lines
+    assert any(line.startswith("| softmax/cpu | not run") for line in lines)

@@ -1,0 +1,255 @@
+"""Native dispatch: a generated kernel called through the C++ extension is a real MLX op.
+
+It computes exactly what the ctypes path computes (bit for bit, over a table of programs), is lazy
+(the kernel runs at mx.eval, once), composes with other MLX ops, runs inside mx.compile (equivalent
+calls merged, different kernels kept apart), returns many outputs, handles 0-d, one-row and
+non-contiguous inputs, and falls back to ctypes when turned off. The extension is built once into the
+keyed cache (as `python -m autoperfect.native build` does); without a toolchain these tests skip.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from autoperfect import canon, contenders, fuse, native
+from autoperfect.backends import cpu
+from autoperfect.backends.cfamily import Unsupported
+from autoperfect.pipeline import Front, lower_all, program
+
+from op_table import BY_NAME, CONFIG, Case, config_specs, from_mx, make_inputs, to_mx, trace_case
+
+# a probe kernel with the KernelIR ABI that counts its calls: out_k[i] = in[i * stride] + k + 1
+PROBE = """\
+#include <stdint.h>
+static int64_t calls = 0;
+int64_t probe_calls(void) { return calls; }
+static void add(void **bufs, const int64_t *dims, const int64_t *strides, int outputs) {
+  const float *in = (const float *)bufs[0];
+  calls++;
+  for (int k = 0; k < outputs; k++)
+    for (int64_t i = 0; i < dims[0]; i++) ((float *)bufs[1 + k])[i] = in[i * strides[0]] + (float)(k + 1);
+}
+void probe_add(void **b, const int64_t *d, const int64_t *s) { add(b, d, s, 1); }
+void probe_add_too(void **b, const int64_t *d, const int64_t *s) { add(b, d, s, 1); }
+void probe_add3(void **b, const int64_t *d, const int64_t *s) { add(b, d, s, 3); }
+"""
+
+# programs whose kernels are compared path against path: the six config ops at small odd shapes,
+# half and bfloat16 types, bool outputs, several outputs, broadcasting of a 0-d input
+TABLE = [c.name for c in CONFIG] + ["multi_output", "multi_output_shared", "half_softmax", "bfloat_mean",
+                                   "cast_to_bfloat", "operators_compare", "broadcast_zero_d", "three_chains"]
+EDGES = [  # 0-d inputs (a one-element domain) and single rows
+    Case("zero_d", lambda a, b: a * b + 1.0, (("a", (), "float32"), ("b", (), "float32"))),
+    Case("one_row_rmsnorm", BY_NAME["config_rmsnorm"].fn,
+         (("x", (1, 33), "float32"), ("w", (33,), "float32"))),
+    Case("one_row_softmax", lambda x: mx.softmax(x, axis=-1), (("x", (1, 1031), "float32"),)),
+]
+
+
+@pytest.fixture(scope="session")
+def ext():
+    """The extension, built once into the keyed cache (so at most once per machine and version)."""
+    if os.environ.get(native.DISABLE) == "0":
+        pytest.skip(f"{native.DISABLE}=0 turns native dispatch off")
+    missing = [what for what, found in (("C++ compiler", shutil.which("c++") or shutil.which("g++")),
+                                         ("pip's cmake", importlib.util.find_spec("cmake")),
+                                         ("nanobind", importlib.util.find_spec("nanobind"))) if not found]
+    if missing:
+        pytest.skip(f"cannot build the native extension here: no {', '.join(missing)}")
+    native.build()
+    module = native.load()
+    assert module is not None, f"built but not loadable: {native.describe()}"
+    return module
+
+
+@pytest.fixture(scope="module")
+def probe():
+    build = cpu.build(PROBE)
+    assert build.ok, build.log
+    lib = ctypes.CDLL(build.library)
+    lib.probe_calls.restype = ctypes.c_int64
+    return lib
+
+
+def address(lib, name: str) -> int:
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+def probe_call(lib, x, name: str = "probe_add", outputs: int = 1, n: int | None = None):
+    n = x.size if n is None else n
+    return native.kernel_call([x], address(lib, name), [n], [1], [x.shape] * outputs,
+                              [mx.float32] * outputs, name)
+
+
+def programs(case: Case) -> dict[str, object]:
+    """The case compiled by the cpu backend, once per dispatch path (first schedule of each kernel)."""
+    canonical = canon.canonicalize(trace_case(case))
+    partition = fuse.fuse(canonical)
+    front = Front(trace_case(case), canonical, partition, lower_all(partition))
+    kernels = [k for k in front.kernels if k is not None]
+    if not kernels:
+        pytest.skip(f"{case.name}: everything is left to MLX")
+    try:
+        sources = {k.name: cpu.render(k, cpu.schedules_for(k)[0]) for k in kernels}
+    except Unsupported as err:
+        pytest.skip(f"{case.name}: {err}")
+    libraries = {name: cpu.build(source).library for name, source in sources.items()}
+    return {path: program(front, {k.name: cpu.Kernel(k, libraries[k.name], path) for k in kernels})
+            for path in ("native", "ctypes")}
+
+
+def bits(a) -> np.ndarray:
+    """The array's bytes: equal bits, NaN payloads and signed zeros included."""
+    if a.dtype == mx.bfloat16:
+        a = a.view(mx.uint16)
+    return np.array(a).reshape(-1).view(np.uint8)
+
+
+@pytest.mark.parametrize("case", [BY_NAME[n] for n in TABLE] + EDGES, ids=repr)
+def test_native_agrees_with_ctypes_bit_for_bit(ext, case):
+    paths = programs(case)
+    for path, prog in paths.items():
+        assert {s.run.dispatch for s in prog.steps if s.run is not None} == {path}
+    inputs = to_mx(case, make_inputs(case, "native"))
+    results = {}
+    for path, prog in paths.items():
+        out = prog(*inputs)
+        out = list(out) if isinstance(out, tuple) else [out]
+        mx.eval(out)
+        results[path] = out
+    for j, (got, want) in enumerate(zip(results["native"], results["ctypes"])):
+        assert got.shape == want.shape and got.dtype == want.dtype, f"output {j}"
+        assert np.array_equal(bits(got), bits(want)), f"output {j} differs: {from_mx(got)} vs {from_mx(want)}"
+
+
+def test_the_kernel_runs_at_eval_and_only_once(ext, probe):
+    x = mx.arange(8, dtype=mx.float32) * 2  # a lazy input: its producer runs in the same eval
+    before = probe.probe_calls()
+    (y,) = probe_call(probe, x)
+    assert probe.probe_calls() == before, "the kernel ran before mx.eval"
+    mx.eval(y)
+    assert probe.probe_calls() == before + 1
+    mx.eval(y)
+    assert probe.probe_calls() == before + 1, "an evaluated output must not run its kernel again"
+    assert np.array_equal(np.array(y), np.arange(8) * 2 + 1)
+
+
+def test_composes_with_other_mlx_ops(ext, probe):
+    x = mx.linspace(-1, 1, 12).reshape(3, 4)
+    (y,) = probe_call(probe, mx.exp(x) * 3)
+    total = mx.sum(mx.sqrt(y), axis=-1)
+    want = np.sum(np.sqrt(np.array(mx.exp(x) * 3) + 1), axis=-1)
+    np.testing.assert_allclose(np.array(total), want, rtol=1e-6)
+
+
+def test_many_outputs_come_from_one_call(ext, probe):
+    x = mx.arange(5, dtype=mx.float32)
+    before = probe.probe_calls()
+    outs = probe_call(probe, x, "probe_add3", outputs=3)
+    mx.eval(outs[1])  # evaluating one output computes its siblings
+    assert probe.probe_calls() == before + 1
+    for k, out in enumerate(outs):
+        assert np.array_equal(np.array(out), np.arange(5) + k + 1)
+
+
+def test_runs_inside_mx_compile_and_merges_only_equal_calls(ext, probe):
+    f = mx.compile(lambda x: probe_call(probe, x * 2)[0] - 1)
+    for start in (0.0, 10.0):
+        x = mx.arange(6, dtype=mx.float32) + start
+        assert np.array_equal(np.array(f(x)), np.array(x) * 2)
+    same = mx.compile(lambda x: probe_call(probe, x)[0] + probe_call(probe, x)[0])
+    apart = mx.compile(lambda x: probe_call(probe, x)[0] + probe_call(probe, x, "probe_add_too")[0])
+    x = mx.arange(4, dtype=mx.float32)
+    for fn, runs in ((same, 1), (apart, 2)):
+        before = probe.probe_calls()
+        assert np.array_equal(np.array(fn(x)), 2 * (np.arange(4) + 1))
+        assert probe.probe_calls() == before + runs
+
+
+def test_a_whole_program_compiles(ext):
+    case = BY_NAME["config_add_rmsnorm"]
+    prog = programs(case)["native"]
+    inputs = to_mx(case, make_inputs(case, "compile"))
+    assert np.array_equal(bits(mx.compile(prog)(*inputs)), bits(prog(*inputs)))
+
+
+def test_shapeless_compile_is_refused_with_the_reason(ext, probe):
+    f = mx.compile(lambda x: probe_call(probe, x)[0], shapeless=True)
+    with pytest.raises(ValueError, match="fixed sizes"):
+        f(mx.arange(3, dtype=mx.float32))
+
+
+@pytest.mark.parametrize("view", ["transpose", "step", "broadcast"])
+def test_non_contiguous_inputs_are_made_contiguous(ext, probe, view):
+    base = mx.arange(24, dtype=mx.float32).reshape(4, 6)
+    mx.eval(base)
+    x = {"transpose": base.T, "step": base[:, ::2], "broadcast": mx.broadcast_to(base[:1], (4, 6))}[view]
+    (y,) = probe_call(probe, x)
+    assert np.array_equal(np.array(y), np.array(x) + 1)
+
+
+def test_turned_off_it_falls_back_to_ctypes(ext, monkeypatch):
+    case = BY_NAME["config_rmsnorm"]
+    k = next(k for k in lower_all(fuse.fuse(canon.canonicalize(trace_case(case)))) if k is not None)
+    library = cpu.build(cpu.render(k)).library
+    assert cpu.Kernel(k, library).dispatch == "native"
+    monkeypatch.setenv(native.DISABLE, "0")
+    assert native.load() is None and native.describe()["dispatch"] == "ctypes"
+    assert cpu.Kernel(k, library).dispatch == "ctypes"
+    with pytest.raises(native.NativeBuildError, match="not available"):
+        cpu.Kernel(k, library, "native")
+
+
+def test_the_build_key_follows_the_sources(tmp_path, monkeypatch):
+    for name in native.SOURCES:
+        shutil.copy(native.SOURCE_DIR / name, tmp_path / name)
+    native.build_key.cache_clear()
+    monkeypatch.setattr(native, "SOURCE_DIR", tmp_path)
+    try:
+        key = native.build_key()
+        native.build_key.cache_clear()
+        (tmp_path / "kernel_op.cpp").write_text((tmp_path / "kernel_op.cpp").read_text() + "\n// edit\n")
+        assert native.build_key() != key
+    finally:
+        native.build_key.cache_clear()
+
+
+def test_dispatch_comparison_reports_both_paths(ext):
+    case = BY_NAME["config_rmsnorm"]
+    spec = config_specs()["rmsnorm"].with_shapes({name: shape for name, shape, _ in case.inputs})
+    result = contenders.dispatch({"spec": spec.to_json(), "warmup": 1, "repeats": 3})
+    assert set(result["timings"]) == {"native", "ctypes", "mlx_eager"}
+    assert set(result["speedup_over_mlx_eager"]) == {"native", "ctypes"}
+    assert result["dispatch"]["dispatch"] == "native"
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+@pytest.mark.parametrize("setting, kept", [("1", True), ("0", False)])
+def test_warm_allocator_keeps_freed_memory(setting, kept):
+    """A freed 64 MiB block stays in glibc's heap (free bytes) only with the setting on."""
+    probe = """
+import ctypes, autoperfect
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = Info, ctypes.c_void_p, [ctypes.c_void_p]
+libc.free(libc.malloc(64 << 20))
+print(libc.mallinfo2().fordblks >= 64 << 20)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["AUTOPERFECT_WARM_ALLOCATOR"] = setting
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(kept)

@@ -1,0 +1,259 @@
+"""autoperfect.jit: eager results, cached dispatch, refused entries, the gate, fallbacks, the trace."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import autoperfect
+from autoperfect import cache as kcache
+from autoperfect import runtime
+from autoperfect.backends import cpu
+from autoperfect.generate import provider as real_provider
+from autoperfect.spec import seed_for
+
+
+def swish_shift(x, b):
+    return (x + b) * mx.tanh(x + b) - 0.5
+
+
+def rows_and_sums(x):
+    m = mx.sum(x, axis=0, keepdims=True)
+    return mx.exp(x) * 2.0 - m, m
+
+
+def arrays(name: str, *shapes) -> list:
+    rng = np.random.default_rng(seed_for("test_runtime", name))
+    return [mx.array(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+
+
+def assert_close(got, want) -> None:
+    got, want = (got, want) if isinstance(want, (tuple, list)) else ((got,), (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=2e-6, atol=1e-6)
+
+
+def entry_files(root: Path) -> list[Path]:
+    return sorted(root.glob("cpu-*/*.json"))
+
+
+class Mutating:
+    """The compiler provider, with `mutate` applied to the sources of the kernels it names."""
+    name = "compiler"
+
+    def __init__(self, mutate, kernels=None):
+        self.mutate, self.kernels = mutate, kernels
+
+    def generate(self, kernel, backend):
+        candidates = real_provider("compiler").generate(kernel, backend)
+        if self.kernels is not None and kernel.name not in self.kernels:
+            return candidates
+        changed = [replace(c, source=self.mutate(c.source)) for c in candidates]
+        assert all(a.source != b.source for a, b in zip(changed, candidates))
+        return changed
+
+
+def off_by_a_little(source: str) -> str:
+    """Every stored element 1e-4 too large: a few hundred ulps, far outside any float32 bound."""
+    return re.sub(r"(out\d+\[[^\]]*\] = )([vr]\d+);", r"\1\2 * 1.0001f;", source)
+
+
+def null_write(source: str) -> str:
+    return re.sub(r"(void k_\w+\([^)]*\) \{)", r"\1 *(volatile int *)0 = 0;", source, count=1)
+
+
+def test_an_unseen_function_matches_eager_and_hits_the_cache_on_its_second_call(tmp_path):
+    x, b = arrays("unseen", (6, 40), (40,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    (first,) = f.last_trace.kernels
+    assert first.cache == "compiled" and f.last_trace.setup["gate"] > 0
+    assert_close(f(x, b), swish_shift(x, b))
+    (second,) = f.last_trace.kernels
+    assert second.cache == "memory" and second.runs == first.runs and not f.last_trace.setup
+    assert second.seconds is not None and second.seconds > 0
+    assert any(line.startswith(__file__) and "mx.tanh(x + b) - 0.5" in line for line in second.lines)
+    again = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+    assert_close(again(x, b), swish_shift(x, b))
+    assert [r.cache for r in again.last_trace.kernels] == ["disk"]
+    assert "gate" not in again.last_trace.setup
+    assert f.stats()["kernel_sources"] == {"compiled": 1, "memory": 1}
+
+
+def test_both_decorator_forms(tmp_path):
+    @autoperfect.jit
+    def plain(x):
+        return x * 3.0
+
+    @autoperfect.jit(allow_compile=False, cache_dir=tmp_path)
+    def cached_only(x):
+        return x * 3.0
+
+    assert isinstance(plain, runtime.Jit) and plain.__name__ == "plain"
+    (x,) = arrays("decorators", (5, 7))
+    out = cached_only(x)
+    assert np.array_equal(np.array(out), np.array(x * 3.0))
+    assert "compiling is off" in cached_only.last_trace.eager + " ".join(cached_only.last_trace.misses)
+    assert entry_files(tmp_path) == []
+
+
+def test_tuple_and_list_results_keep_their_structure(tmp_path):
+    def pair(x):
+        return x + 1.0, x * x
+
+    def single_list(x):
+        return [x * 2.0 - 1.0]
+
+    (x,) = arrays("structure", (3, 9))
+    got = autoperfect.jit(pair, cache_dir=tmp_path)(x)
+    assert isinstance(got, tuple) and len(got) == 2
+    assert_close(got, pair(x))
+    f = autoperfect.jit(single_list, cache_dir=tmp_path)
+    got = f(x)
+    assert isinstance(got, list) and f.last_trace.kernels
+    assert_close(got, single_list(x))
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda d: {**d, "source": d["source"] + "\n/* edited */\n"}, "source does not match its sha256"),
+    (lambda d: {**d, "key": {**d["key"], "kernel": "k_0000000000000000"}}, "another key"),
+])
+def test_a_corrupted_entry_is_refused_never_loaded_and_rebuilt(tmp_path, damage, words):
+    x, b = arrays("corrupt", (4, 24), (24,))
+    autoperfect.jit(swish_shift, cache_dir=tmp_path)(x, b)
+    (path,) = entry_files(tmp_path)
+    path.write_text(json.dumps(damage(json.loads(path.read_text()))))
+    cached_only = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+    with pytest.warns(kcache.CacheWarning, match=words):
+        out = cached_only(x, b)
+    assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
+    assert not cached_only.last_trace.kernels and "compiling is off" in cached_only.last_trace.misses[0]
+    rebuilding = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    with pytest.warns(kcache.CacheWarning, match=words):
+        assert_close(rebuilding(x, b), swish_shift(x, b))
+    assert [r.cache for r in rebuilding.last_trace.kernels] == ["compiled"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+        fresh(x, b)
+    assert [r.cache for r in fresh.last_trace.kernels] == ["disk"]
+
+
+def test_a_wrong_kernel_fails_the_gate_and_its_verdict_is_remembered(tmp_path, monkeypatch):
+    x, b = arrays("wrong", (5, 33), (33,))
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(off_by_a_little))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    out = f(x, b)
+    assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
+    assert "no variant passed the gate" in f.last_trace.misses[0] and "expected" in f.last_trace.misses[0]
+    monkeypatch.setattr(runtime, "provider", real_provider)
+    again = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    again(x, b)
+    assert "cached verdict: failed" in again.last_trace.misses[0]
+
+
+def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
+    x, b = arrays("crash", (3, 17), (17,))
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
+    assert "crashed with SIGSEGV" in f.last_trace.misses[0]
+
+
+def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
+    (x,) = arrays("partial", (6, 20))
+    names = [k.name for k in runtime.front_of(
+        runtime.trace(rows_and_sums, [("x", (6, 20), "float32")])).kernels]
+    assert len(names) == 2
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(off_by_a_little, {names[0]}))
+    f = autoperfect.jit(rows_and_sums, cache_dir=tmp_path)
+    assert_close(f(x), rows_and_sums(x))
+    ran = {r.runs for r in f.last_trace.regions}
+    assert ran == {"mlx", names[1]}
+    assert len(f.last_trace.misses) == 1 and names[0] in f.last_trace.misses[0]
+
+
+def test_what_the_compiler_cannot_take_runs_eagerly_and_says_why(tmp_path):
+    def ranks(a, b):
+        return mx.argsort(a, axis=-1).astype(mx.float32) + b
+
+    a, b = arrays("unsupported", (4, 4), (4, 4))
+    f = autoperfect.jit(ranks, cache_dir=tmp_path)
+    assert np.array_equal(np.array(f(a, b)), np.array(ranks(a, b)))
+    assert "mx.argsort is not supported" in f.last_trace.eager
+    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert np.array_equal(np.array(g(a, 2.0)), np.array(swish_shift(a, 2.0)))
+    assert "argument 1 is a float" in g.last_trace.eager
+    assert g.stats()["eager_calls"] == 1 and entry_files(tmp_path) == []
+
+
+def test_a_kernel_that_fails_at_run_time_sends_its_signature_back_to_mlx(tmp_path, monkeypatch):
+    x, b = arrays("runtime-failure", (4, 16), (16,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f(x, b)
+    assert f.last_trace.kernels
+
+    def broken(self, inputs, launch=None):
+        raise RuntimeError("the library went away")
+
+    monkeypatch.setattr(cpu.Kernel, "__call__", broken)
+    assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
+    assert "failed at run time" in f.last_trace.eager and "went away" in f.last_trace.eager
+    f(x, b)
+    assert f.stats()["eager_calls"] == 2 and f.stats()["kernel_calls"] == 1
+
+
+def test_the_trace_describes_every_region_and_each_signature_is_planned_once(tmp_path):
+    f = autoperfect.jit(rows_and_sums, cache_dir=tmp_path)
+    for rows in (3, 5, 3):
+        (x,) = arrays(f"signatures{rows}", (rows, 12))
+        assert_close(f(x), rows_and_sums(x))
+    stats = f.stats()
+    assert stats["signatures"] == 2 and stats["calls"] == 3 and stats["kernel_calls"] == 6
+    text = f.last_trace.describe()
+    assert text.startswith("rows_and_sums(float32[3, 12])") and text.count("from memory") == 2
+    assert "mx.exp(x) * 2.0 - m" in text
+
+
+def test_a_failure_inside_the_compiler_warns_and_runs_eagerly(tmp_path, monkeypatch):
+    def broken_key(kernel, backend):
+        raise OSError("the cache disk went away")
+
+    monkeypatch.setattr(runtime, "key_for", broken_key)
+    x, b = arrays("compiler-failure", (2, 8), (8,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    with pytest.warns(RuntimeWarning, match="cache disk went away"):
+        out = f(x, b)
+    assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
+    assert "the compiler failed: OSError" in f.last_trace.eager
+
+
+def test_the_runtime_benchmark_measures_cold_disk_and_warm_calls_and_the_report_shows_them(tmp_path):
+    from autoperfect import bench_runtime, report
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("norm", {"fn": "def norm(x, w):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, "
+                                   "keepdims=True) + 1e-6) * w\n",
+                             "inputs": {"x": {"shape": [8, 48]}, "w": {"shape": [48]}}})
+    measured = bench_runtime.measure({"ops": [spec.to_json()], "settings": {"warmup": 1, "repeats": 3},
+                                      "pipeline_root": None})
+    sizes = measured["ops"]["norm"]
+    assert set(sizes) == {"spec", "row"} and sizes["row"]["shapes"] == {"x": [1, 48], "w": [48]}
+    for r in sizes.values():
+        assert {"trace", "compile", "gate"} <= set(r["cold"]["setup_s"])
+        assert "gate" not in r["disk"]["setup_s"] and [k["cache"] for k in r["disk"]["kernels"]] == ["disk"]
+        assert set(r["warm"]) == {"jit", "program", "mlx_eager", "mlx_compile"}
+        lo, hi = r["jit_over_program"]["ci95"]
+        assert lo <= r["jit_over_program"]["median"] <= hi
+    (tmp_path / "runtime.json").write_text(json.dumps({**measured, "condition": "test", "measured_at": "t"}))
+    text = "\n".join(report.runtime_section(str(tmp_path)))
+    assert "| norm | spec |" in text and "| norm | row |" in text
+    assert "model_e2e.json missing" in text

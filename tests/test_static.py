@@ -1,0 +1,187 @@
+"""Static checks: every source the renderers emit passes; each banned construct is rejected with a
+reason naming it, before anything compiles."""
+
+from __future__ import annotations
+
+import json
+
+import mlx.core as mx
+import pytest
+
+from autoperfect import artifacts, static
+from autoperfect.backends import cpu, cuda, metal
+from autoperfect.ops import ELEMENTWISE, REDUCE, Op
+from autoperfect.pipeline import front
+from autoperfect.stages import compile_stage
+
+from op_table import config_specs, small_shapes
+
+SPECS = config_specs()
+
+
+def kernels_of(name: str):
+    spec = SPECS[name]
+    return [k for k in front(spec.with_shapes(small_shapes(spec.inputs))).kernels if k is not None]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@pytest.mark.parametrize("be", [cpu, cuda, metal], ids=lambda b: b.NAME)
+def test_every_rendering_passes(name, be):
+    for k in kernels_of(name):
+        for schedule in be.schedules_for(k):
+            verdict = static.check(be.render(k, schedule), be.NAME, k.name)
+            assert verdict.passed, f"{name} {schedule.name}: {verdict.reason}"
+
+
+@pytest.fixture(scope="module")
+def rms():
+    """The rmsnorm kernel and its cpu source, the base every bad source below is made from."""
+    k = kernels_of("rmsnorm")[0]
+    return k, cpu.render(k, cpu.schedules_for(k)[0])
+
+
+def inside(source: str, statement: str) -> str:
+    """`statement` as the first line of the kernel's body."""
+    head = "const int64_t *strides) {\n"
+    assert head in source
+    return source.replace(head, head + f"  {statement}\n", 1)
+
+
+BODY = {  # statement in the kernel body -> words the reason must contain
+    'system("rm -rf /");': "uses system (process control)",
+    'void *f = (void *)fopen;': "uses fopen (file access)",
+    "long s = syscall(39);": "uses syscall",
+    "void *m = mmap(0, 4096, 3, 34, -1, 0);": "uses mmap",
+    'void *h = dlopen("libc.so.6", 2);': "uses dlopen",
+    'char *e = getenv("HOME");': "uses getenv",
+    "int pid = fork();": "uses fork",
+    'execve("/bin/sh", 0, 0);': "uses execve",
+    "int sock = socket(2, 1, 0);": "uses socket (network access)",
+    "jmp_buf jb; setjmp(jb);": "uses setjmp (non-local jumps)",
+    '__asm__ volatile ("nop");': "uses __asm__ (inline assembly",
+    'asm("int3");': "uses asm",
+    '_Pragma("GCC optimize(\\"fast-math\\")")': "uses _Pragma",
+    "((void (*)(void))bufs[0])();": "a function pointer",
+    "static void *target = &&done; goto *target; done:;": "computed goto",
+    "float h = helper_from_elsewhere(1.0f);": "calls helper_from_elsewhere",
+    "float p = __builtin_frame_address(0) != 0;": "calls __builtin_frame_address",
+    "sys\\\ntem(0);": "uses system",
+}
+TOP = {  # lines before the kernel -> words the reason must contain
+    "#include <stdio.h>": "#include <stdio.h>",
+    '#include "/etc/passwd"': "#include",
+    '#pragma GCC optimize("fast-math")': "#pragma GCC optimize",
+    "#pragma STDC FP_CONTRACT ON": "#pragma STDC FP_CONTRACT ON",
+    "#pragma omp critical": "#pragma omp critical",
+    "#define CAT(a, b) a##b": "token pasting",
+    "%:include <stdio.h>": "digraph",
+    "#line 1": "the #line directive",
+    "__attribute__((constructor)) static void init(void) {}": "__attribute__((constructor))",
+    "__attribute__((optimize(3))) static float twice(float x) { return 2 * x; }": "optimize",
+    "int caf\u00e9 = 1;": "character",
+    "/* never closed": "unterminated comment",
+}
+
+
+@pytest.mark.parametrize("statement, words", BODY.items(), ids=list(BODY))
+def test_banned_construct_in_the_body_is_rejected(rms, statement, words):
+    k, source = rms
+    verdict = static.check(inside(source, statement), "cpu", k.name)
+    assert not verdict.passed and words in verdict.reason, verdict
+
+
+@pytest.mark.parametrize("line, words", TOP.items(), ids=list(TOP))
+def test_banned_construct_at_the_top_is_rejected(rms, line, words):
+    k, source = rms
+    verdict = static.check(line + "\n" + source, "cpu", k.name)
+    assert not verdict.passed and words in verdict.reason, verdict
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda s, n: s.replace(n, "k_renamed"), "does not define the kernel function"),
+    (lambda s, n: s.replace(f"void {n}(", f"static void {n}("), "is not the ABI"),
+    (lambda s, n: s.replace("const int64_t *strides)", "const int32_t *strides)"), "is not the ABI"),
+    (lambda s, n: s + f"\nvoid {n}(void **b, const int64_t *d, const int64_t *s) {{}}\n", "2 times"),
+    (lambda s, n: f"#define {n} other\n" + s, "renames the kernel"),
+    (lambda s, n: s + "/*" + "x" * static.MAX_BYTES + "*/", "over the limit"),
+])
+def test_kernel_definition_and_size(rms, change, words):
+    k, source = rms
+    verdict = static.check(change(source, k.name), "cpu", k.name)
+    assert not verdict.passed and words in verdict.reason, verdict
+
+
+def test_names_in_comments_and_strings_and_allowed_constructs_pass(rms):
+    """No false rejections: banned names in comments or string literals, a helper the source
+    defines, macros, OpenMP clauses and thread queries, math functions, safe attributes."""
+    k, source = rms
+    extra = ("// system(\"x\") and fopen in a comment are words, not calls\n"
+             "#define TWICE(x) (2.0f * (x))\n"
+             "__attribute__((always_inline)) static inline float half(float x) { return 0.5f * x; }\n")
+    body = ('const char *note = "system fork exec"; (void)note; '
+            "float t = TWICE(half(fmaf(1.0f, 2.0f, 3.0f))) + (float)omp_get_max_threads(); (void)t;")
+    verdict = static.check(extra + inside(source, body), "cpu", k.name)
+    assert verdict.passed, verdict.reason
+
+
+def test_compile_stage_records_rejections_and_never_builds_them(rms, tmp_path):
+    k, source = rms
+    cands = tmp_path / "candidates"
+    bad = inside(source, 'system("id");')
+    artifacts.write_text(cands / "good.c", source)
+    artifacts.write_text(cands / "bad.c", bad)
+    artifacts.write_json(cands / "index.json", {"backend": "cpu", "provider": "compiler", "candidates": [
+        {"kernel": k.name, "variant": v, "provider": "compiler", "notes": "", "name": f"{k.name}.{v}",
+         "file": f"{v}.c"} for v in ("good", "bad")]})
+    compile_stage(str(cands), str(tmp_path / "build"), str(tmp_path / "compile.json"))
+    good, rejected = json.loads((tmp_path / "compile.json").read_text())["candidates"]
+    assert good["ok"] and good["static"] == {"passed": True}
+    assert not rejected["ok"] and rejected["attempts"] == [] and rejected["library"] is None
+    assert "uses system" in rejected["static"]["reason"]
+    assert len(list((tmp_path / "build").glob("*.so"))) == 1
+
+
+# -- the mlx backend: Python source --------------------------------------------------------------------
+
+MLX_OPS = frozenset({Op.MUL, Op.SUM, Op.RSQRT, Op.ADD, Op.DIV})
+GOOD_MLX = '''\
+def k_demo(x, w):
+    """rmsnorm in MLX ops"""
+    ms = mx.sum(x * x, axis=-1, keepdims=True) / x.shape[-1]
+    return x * mx.rsqrt(ms + 1e-6) * w
+'''
+
+
+def test_mlx_source_of_the_kernels_ops_passes():
+    verdict = static.check(GOOD_MLX.replace("x.shape[-1]", "1024.0"), "mlx", "k_demo", MLX_OPS)
+    assert verdict.passed, verdict.reason
+
+
+@pytest.mark.parametrize("source, words", [
+    (GOOD_MLX, "attribute .shape of something other than mx"),
+    ("import os\n" + GOOD_MLX, "exactly one undecorated function"),
+    ("def k_demo(x, w):\n    import os\n    return x", "Import is not allowed"),
+    ("def k_demo(x, w):\n    return mx.exp(x) * w", "mx.exp is not among the kernel's ops"),
+    ("def k_demo(x, w):\n    return mx.fast.rms_norm(x, w, 1e-6)", "attribute .rms_norm of something"),
+    ("def k_demo(x, w):\n    return open('/etc/passwd')", "calls something other than an mx function"),
+    ("def k_demo(x, w):\n    return __builtins__", "the name __builtins__"),
+    ("def k_demo(x, w):\n    return x - w", "operator sub is not among"),
+    ("def k_demo(x, w):\n    while True:\n        pass", "While is not allowed"),
+    ("def k_demo(x, w):\n    return lambda: x", "Lambda is not allowed"),
+    ("def k_other(x, w):\n    return x * w", "named k_demo"),
+    ("def k_demo(x, w)\n    return x", "does not parse"),
+])
+def test_mlx_source_outside_the_allow_list_is_rejected(source, words):
+    verdict = static.check(source, "mlx", "k_demo", MLX_OPS)
+    assert not verdict.passed and words in verdict.reason, verdict
+
+
+def test_every_kernel_op_names_an_mlx_function():
+    missing = [op.value for op in ELEMENTWISE | REDUCE if not hasattr(mx, static.mlx_name(op))]
+    assert not missing
+
+
+def test_unknown_backend_is_rejected(rms):
+    k, source = rms
+    verdict = static.check(source, "tpu", k.name)
+    assert not verdict.passed and "no static rules" in verdict.reason
