@@ -110,10 +110,13 @@ def compile_stage(candidates_dir: str, cache_dir: str, out: str) -> None:
                                "machine": bench.machine(), "measured_at": _now()})
 
 
-def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dict, out: str) -> None:
+def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dict, out: str,
+             llm_path: str | None = None) -> None:
     """Judge every compiled candidate; the op passes when every kernel has a verified candidate."""
     spec = OpSpec.from_json(json.loads(spec_json))
     compiled = artifacts.read_json(compile_path)
+    if llm_path:  # the llm stage's model-written champions, judged again here with a fresh hidden draw
+        compiled["candidates"] = compiled["candidates"] + artifacts.read_json(llm_path)["candidates"]
     backend = compiled["backend"]
     judge = Settings(**settings)
     names = [k.name for k in load_kernels(kernels_path)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKFLOW = ("Snakefile", "rules", "scripts", "schemas")
+WORKFLOW = ("Snakefile", "rules", "scripts", "schemas", "prompts")
 
 TINY = """\
 backends: [cpu]
