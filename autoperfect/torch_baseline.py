@@ -101,6 +101,19 @@ def _torch_call(node: Node) -> Callable:
         return partial(torch.permute, dims=tuple(node.attr("perm")))
     if op is Op.BROADCAST:
         return partial(torch.broadcast_to, size=node.shape)
+    if op is Op.MATMUL:
+        return torch.matmul
+    if op is Op.CUMSUM and not node.attr("reverse") and node.attr("inclusive"):
+        return partial(torch.cumsum, dim=node.attr("axis"))
+    if op is Op.CONCATENATE:
+        return lambda *xs: torch.cat(xs, dim=node.attr("axis"))
+    if op is Op.SLICE:
+        index = tuple(slice(a, b if b >= 0 else None, c) for a, b, c in
+                      zip(node.attr("starts"), node.attr("stops"), node.attr("steps")))
+        if all(c > 0 for c in node.attr("steps")):  # torch has no negative steps
+            return lambda x: x[index]
+    if op is Op.TAKE_ALONG_AXIS:
+        return lambda x, i: torch.take_along_dim(x, i.long(), dim=node.attr("axis"))
     raise NotImplementedError(f"no torch rule for {op.value}")
 
 
