@@ -422,11 +422,29 @@ def gpu_section(results_dir: str) -> list[str]:
     lines = ["## GPU: the cuda backend through MLX's CUDA build", ""]
     summary, problem = read_json(os.path.join(results_dir, "h200", "summary.json"))
     if summary is None:
-        return lines + [f"Not measured here ({problem}; `python -m autoperfect.gpu_bench configs/h200.yaml "
-                        "results/h200` on a machine where MLX sees a CUDA GPU writes it).", ""]
+        recorded = _recorded_gpu_figures(os.path.join(os.path.dirname(os.path.abspath(results_dir)),
+                                                      "docs", "gpu-h200.md"))
+        return lines + [f"Not measured on this machine ({problem}; `python -m autoperfect.gpu_bench "
+                        "configs/h200.yaml results/h200` on a machine where MLX sees a CUDA GPU writes it)."
+                        + (" The last H200 run, as recorded in docs/gpu-h200.md:" if recorded else ""),
+                        "", *recorded, ""]
     machine = summary.get("machine") or {}
     return lines + [f"On {machine.get('gpu')}, measured {summary.get('measured_at')}.", "",
                     *gpu_bench.markdown(summary), ""]
+
+
+def _recorded_gpu_figures(path: str) -> list[str]:
+    """The `## Figures` section of the committed GPU record (its headings demoted one level)."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return []
+    start = text.find("## Figures")
+    if start < 0:
+        return []
+    end = text.find("\n## ", start + 1)
+    body = text[start:end if end > 0 else len(text)].splitlines()[1:]
+    return [("#" + line) if line.startswith("#") else line for line in body]
 
 
 def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: str,
