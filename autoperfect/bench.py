@@ -14,6 +14,7 @@ with every contender inside that same child.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import importlib
 import importlib.metadata
 import json
@@ -113,6 +114,11 @@ def _interval(estimates: np.ndarray) -> list[float]:
 
 # ---------------------------------------------------------------------------------------------
 # The machine
+
+
+def measured_at() -> str:
+    """When a measurement was taken: UTC, to the second (every measuring artifact records it)."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def machine() -> dict:

@@ -15,7 +15,6 @@ the `cache` stage stored reach user code.
 from __future__ import annotations
 
 import argparse
-import datetime
 import tempfile
 import time
 
@@ -120,7 +119,7 @@ def run(specs: list[OpSpec], settings: dict, pipeline_root: str | None, out: str
     settings = {**DEFAULTS, **settings}
     payload = {"ops": [s.to_json() for s in specs], "settings": settings, "pipeline_root": pipeline_root}
     result = bench.run_condition("warm", "autoperfect.bench_runtime:measure", payload, settings["timeout_s"])
-    result["measured_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    result["measured_at"] = bench.measured_at()
     result["settings"] = settings
     artifacts.write_json(out, result)
 

@@ -15,7 +15,6 @@ once leave whole entries (the last writer of a key wins) and readers never see h
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
@@ -171,7 +170,7 @@ class Cache:
                   "kernel": kernel.to_json(), "variant": variant, "source": source,
                   "source_sha256": _sha256(source.encode()), "verdict": verdict, "bench": bench_figures,
                   "origin": origin, "library": self._store_library(key, library),
-                  "stored_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+                  "stored_at": bench.measured_at()}
         artifacts.write_json(self.path(key), record)
         lib_path = self.version_dir(key) / "lib" / record["library"]["file"] if library else None
         return Entry(key, kernel, variant, source, lib_path, verdict, bench_figures, origin)

@@ -24,7 +24,7 @@ from .spec import OpSpec, seed_for
 VARIANT_ROUNDS = 7
 
 
-def _inputs(spec: OpSpec):
+def inputs_for(spec: OpSpec):
     import mlx.core as mx
 
     xs = draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "bench")))
@@ -33,7 +33,7 @@ def _inputs(spec: OpSpec):
     return xs, arrays
 
 
-def _evaluated(fn, args):
+def evaluated(fn, args):
     import mlx.core as mx
 
     def call():
@@ -110,7 +110,7 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         calls = {}
         for vname, lib in sorted(libs.items()):
             loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
-            calls[vname] = _evaluated(program(f, loaded), arrays)
+            calls[vname] = evaluated(program(f, loaded), arrays)
         samples = bench.time_interleaved(calls, 2, VARIANT_ROUNDS, seed)
         medians = {v: float(np.median(s)) for v, s in samples.items()}
         choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
@@ -126,22 +126,22 @@ def measure(payload: dict) -> dict:
     be = backends.get(payload["backend"])
     seed = seed_for(spec.name, "bench-order")
     f = front(spec)
-    xs, arrays = _inputs(spec)
+    xs, arrays = inputs_for(spec)
     choice = choose_variants(f, payload["variants"], arrays, be, seed)
     loaded = {k.name: be.Kernel(k, payload["variants"][k.name][choice[k.name]["chosen"]])
               for k in f.kernels if k is not None}
     fn = spec.function()
     ref = interp.evaluate(f.traced, xs, "float64")
-    contenders = {"kernel": _evaluated(program(f, loaded), arrays),
-                  "mlx_eager": _evaluated(fn, arrays),
-                  "mlx_compile": _evaluated(mx.compile(fn), arrays),
+    contenders = {"kernel": evaluated(program(f, loaded), arrays),
+                  "mlx_eager": evaluated(fn, arrays),
+                  "mlx_compile": evaluated(mx.compile(fn), arrays),
                   "numpy": lambda: interp.evaluate(f.traced, xs, "native")}
     checks = {}
     fast = fast_baseline(spec)
     if fast is not None:
         checks["mlx_fast"] = agrees(mlx_values(fast(*arrays)), ref[:1])
         if checks["mlx_fast"]:
-            contenders["mlx_fast"] = _evaluated(fast, arrays)
+            contenders["mlx_fast"] = evaluated(fast, arrays)
     torch_calls, compile_s = torch_contenders(f, xs, ref, checks)
     contenders.update(torch_calls)
     samples = bench.time_interleaved(contenders, payload["warmup"], payload["repeats"], seed)
@@ -167,7 +167,7 @@ def dispatch(payload: dict) -> dict:
     spec = OpSpec.from_json(payload["spec"])
     be = backends.get("cpu")
     f = front(spec)
-    _, arrays = _inputs(spec)
+    _, arrays = inputs_for(spec)
     kernels = [k for k in f.kernels if k is not None]
     builds = {k.name: be.build(be.render(k, be.schedules_for(k)[0])) for k in kernels}
     failed = [f"{name}:\n{b.log}" for name, b in builds.items() if not b.ok]
@@ -176,8 +176,8 @@ def dispatch(payload: dict) -> dict:
     contenders = {}
     for path in ("native", "ctypes"):
         loaded = {k.name: be.Kernel(k, builds[k.name].library, path) for k in kernels}
-        contenders[path] = _evaluated(program(f, loaded), arrays)
-    contenders["mlx_eager"] = _evaluated(spec.function(), arrays)
+        contenders[path] = evaluated(program(f, loaded), arrays)
+    contenders["mlx_eager"] = evaluated(spec.function(), arrays)
     seed = seed_for(spec.name, "dispatch-order")
     samples = bench.time_interleaved(contenders, payload["warmup"], payload["repeats"], seed)
     eager = samples["mlx_eager"]

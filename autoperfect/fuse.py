@@ -9,8 +9,6 @@ its input and yields row values, which broadcast back into later elementwise ops
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
@@ -443,9 +441,3 @@ def fuse(graph: Graph) -> Partition:
     """Partition `graph` (canonical) into fused regions, recording every fusion decision."""
     return _Fuser(graph).run()
 
-
-def region_name(partition: Partition, region: Region) -> str:
-    """A stable name for a region: a hash of its nodes' structure (sizes included)."""
-    g = partition.graph
-    body = json.dumps([[g.nodes[i].op.value, g.nodes[i].dtype, list(g.nodes[i].shape)] for i in region.nodes])
-    return "r" + hashlib.sha256(body.encode()).hexdigest()[:10]

@@ -20,7 +20,6 @@ sizes every contender, the kernel too, is checked against MLX eager before it is
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
@@ -45,10 +44,6 @@ STREAM_ELEMENTS = 1 << 28       # float32 elements per roofline array (1 GiB)
 STREAM_REPEATS = 20
 FMA_ITERATIONS = 4096
 FMA_THREADS = 1 << 22
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 # -- the stages, per op ----------------------------------------------------------------------------
@@ -123,16 +118,16 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
 
     seed = seed_for(spec.name, "bench-order")
     f = front(spec)
-    xs, arrays = contenders._inputs(spec)
+    xs, arrays = contenders.inputs_for(spec)
     choice = contenders.choose_variants(f, variants, arrays, cuda, seed)
     loaded = {k.name: cuda.Kernel(k, variants[k.name][choice[k.name]["chosen"]]) for k in f.kernels if k}
     fn = spec.function()
-    kernel = contenders._evaluated(program(f, loaded), arrays)
-    calls = {"mlx_eager": contenders._evaluated(fn, arrays),
-             "mlx_compile": contenders._evaluated(mx.compile(fn), arrays)}
+    kernel = contenders.evaluated(program(f, loaded), arrays)
+    calls = {"mlx_eager": contenders.evaluated(fn, arrays),
+             "mlx_compile": contenders.evaluated(mx.compile(fn), arrays)}
     fast = contenders.fast_baseline(spec)
     if fast is not None:
-        calls["mlx_fast"] = contenders._evaluated(fast, arrays)
+        calls["mlx_fast"] = contenders.evaluated(fast, arrays)
     ref = contenders.mlx_values(calls["mlx_eager"]())
     checks = {name: contenders.agrees(contenders.mlx_values(call()), ref) for name, call in
               {"kernel": kernel, **calls}.items() if name != "mlx_eager"}
@@ -158,7 +153,7 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
 
 def bench_op(spec: OpSpec, where: Path, settings: dict, ceiling: dict) -> None:
     validation = artifacts.read_json(where / "cuda" / "validation.json")
-    head = {"op": spec.name, "backend": "cuda", "measured_at": _now(),
+    head = {"op": spec.name, "backend": "cuda", "measured_at": bench.measured_at(),
             "shapes": {i.name: list(i.shape) for i in spec.inputs},
             "validated_at": {i.name: list(i.shape) for i in validation_spec(spec).inputs}}
     if not validation["passed"]:
@@ -245,7 +240,7 @@ def measure_roofline(quick: bool = False) -> dict:
     out["torch_copy_gbps"] = _torch_copy(n)
     return {**out, "method": "kernels rendered by backends.cuda (copy, triad) and one FMA kernel, called "
                              "through mx.fast.cuda_kernel and timed as call + mx.eval, best of "
-                             f"{STREAM_REPEATS}", "machine": machine(), "measured_at": _now()}
+                             f"{STREAM_REPEATS}", "machine": machine(), "measured_at": bench.measured_at()}
 
 
 def _torch_copy(n: int) -> float:

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes
 from .fuse import Partition, Region, row_shapes
-from .graph import Graph, Node, attrs_key, make_attrs
+from .graph import Node, attrs_key, make_attrs
 from .interp import apply, const_array
 from .ops import ELEMENTWISE, REDUCE, Op
 from .views import KernelIRError, align, view_through

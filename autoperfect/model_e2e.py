@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import tempfile
 import time
 from typing import Callable
@@ -223,7 +222,7 @@ def run(settings: dict, cache_dir: str | None, out: str) -> dict:
     settings = {**DEFAULTS, **settings}
     result = bench.run_condition("warm", "autoperfect.model_e2e:measure",
                                  {"settings": settings, "cache_dir": cache_dir}, settings["timeout_s"])
-    result["measured_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    result["measured_at"] = bench.measured_at()
     artifacts.write_json(out, result)
     return result
 

@@ -155,7 +155,6 @@ def load(cache_dir: Path | None = None) -> ModuleType | None:
         return None
     if not lib.exists():
         return None
-    import mlx.core
 
     spec = importlib.util.spec_from_file_location(MODULE, lib)
     module = importlib.util.module_from_spec(spec)

@@ -19,7 +19,6 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Callable
 
 import numpy as np
@@ -228,7 +227,7 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
         "compiler": compiler_version(),
         "flags": list(FLAGS),
         "machine": bench.machine(),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": bench.measured_at(),
     }
 
 

@@ -7,7 +7,6 @@ measuring stages (validate, bench) record the machine and the time.
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
@@ -21,10 +20,6 @@ from .judge import Settings, run_isolated
 from .kernel_ir import KernelIR
 from .pipeline import front, lower_all, trace_op
 from .spec import OpSpec
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _graph_artifact(g: Graph, **extra) -> dict:
@@ -107,7 +102,7 @@ def compile_stage(candidates_dir: str, cache_dir: str, out: str) -> None:
         records.append({**c, "static": verdict.to_json(), "attempts": [b.to_json()], "ok": b.ok,
                         "library": b.library})
     artifacts.write_json(out, {"backend": index["backend"], "candidates": records, "compiler": be.compiler(),
-                               "machine": bench.machine(), "measured_at": _now()})
+                               "machine": bench.machine(), "measured_at": bench.measured_at()})
 
 
 def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dict, out: str,
@@ -122,7 +117,7 @@ def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dic
     names = [k.name for k in load_kernels(kernels_path)]
     by_kernel = {n: [c for c in compiled["candidates"] if c["kernel"] == n] for n in names}
     result = {"op": spec.name, "backend": backend, "judge": settings, "machine": bench.machine(),
-              "measured_at": _now(), "candidates": []}
+              "measured_at": bench.measured_at(), "candidates": []}
     problems = [f"{c['kernel']}: {c['error']}" for cs in by_kernel.values() for c in cs if "error" in c]
     problems += [f"{n}: no candidate compiled" for n, cs in by_kernel.items()
                  if not any(c.get("ok") for c in cs) and not any("error" in c for c in cs)]
@@ -158,7 +153,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     """Time the verified op against its baselines under both allocator conditions."""
     spec = OpSpec.from_json(json.loads(spec_json))
     validation = artifacts.read_json(validation_path)
-    head = {"op": spec.name, "backend": validation["backend"], "measured_at": _now()}
+    head = {"op": spec.name, "backend": validation["backend"], "measured_at": bench.measured_at()}
     if not validation["passed"]:
         artifacts.write_json(out, {**head, "skipped": f"validation failed: {validation['reason']}"})
         return
@@ -224,7 +219,7 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
     validation = artifacts.read_json(validation_path)
     backend = validation["backend"]
     head = {"op": spec.name, "backend": backend, "judge": settings, "machine": bench.machine(),
-            "measured_at": _now()}
+            "measured_at": bench.measured_at()}
     why = None
     if not validation["passed"]:
         why = f"validation failed: {validation.get('reason')}"

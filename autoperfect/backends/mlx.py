@@ -21,7 +21,7 @@ import numpy as np
 from ..graph import Node, make_attrs
 from ..interp import const_array
 from ..kernel_ir import Instr, KernelIR, Launch
-from ..ops import REDUCE, Op
+from ..ops import Op
 from .cfamily import Schedule, Unsupported
 from .cpu import Build, as_numpy, default_cache_dir
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import artifacts, bench
 from ..judge import Settings
 from ..spec import OpSpec
-from ..stages import _now, load_kernels
+from ..stages import load_kernels
 from . import provider
 from .lessons import Playbook
 from .loop import Context, LoopSettings, run_kernel
@@ -62,4 +62,4 @@ def stage(spec_json: str, kernels_path: str, candidates_dir: str, compile_path: 
     artifacts.write_json(out, {"op": spec.name, "backend": backend, "provider": chat.name,
                                "mode": settings.mode, "kernels": kernels,
                                "candidates": offered, "totals": totals, "lessons": len(playbook.lessons),
-                               "machine": bench.machine(), "measured_at": _now()})
+                               "machine": bench.machine(), "measured_at": bench.measured_at()})

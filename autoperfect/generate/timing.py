@@ -23,11 +23,11 @@ def measure(payload: dict) -> dict:
     spec = OpSpec.from_json(payload["spec"])
     be = backends.get(payload["backend"])
     f = front(spec)
-    _, arrays = contenders._inputs(spec)
+    _, arrays = contenders.inputs_for(spec)
     kernels = {k.name: k for k in f.kernels if k is not None}
     fixed = {name: be.Kernel(kernels[name], lib) for name, lib in payload["fixed"].items()}
     mine = kernels[payload["kernel"]]
-    calls = {label: contenders._evaluated(program(f, {**fixed, mine.name: be.Kernel(mine, lib)}), arrays)
+    calls = {label: contenders.evaluated(program(f, {**fixed, mine.name: be.Kernel(mine, lib)}), arrays)
              for label, lib in payload["libraries"].items()}
     samples = bench.time_interleaved(calls, WARMUP, payload["repeats"], payload["seed"])
     return {"samples": samples, "bytes_moved": contenders.ideal_bytes(f)}
