@@ -447,6 +447,30 @@ def _recorded_gpu_figures(path: str) -> list[str]:
     return [("#" + line) if line.startswith("#") else line for line in body]
 
 
+def summation_section(results_dir: str) -> list[str]:
+    """Compensated summation's trade, by row length (results/summation.json)."""
+    lines = ["## Compensated row sums: what they cost and what they buy", ""]
+    data, problem = read_json(os.path.join(results_dir, "summation.json"))
+    if data is None:
+        return lines + [f"Not measured ({problem}; `python -m autoperfect.summation` writes it).", ""]
+    lines += [f"A row sum of positive float32 terms ({data['elements_per_call']} per call), plain SIMD sum "
+              f"against blocks of {data['block']} added with compensation; errors against a float64 sum of "
+              f"the same inputs, in units of u = 2^-24; times interleaved (medians), measured "
+              f"{data.get('measured_at')}, {data.get('condition')}. Kernels compensate rows of "
+              f"{data['compensate_from']} terms or more.", "",
+              "| row length | rows | plain: worst / mean error (u) | compensated: worst / mean error (u) "
+              "| plain (ms) | compensated (ms) | time ratio [95% CI] | compensated by default |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in data["lengths"]:
+        p, c, t = r["plain"], r["compensated"], r["compensated_time_ratio"]
+        lines.append(_table_row([str(r["n"]), str(r["rows"]),
+                                 f"{p['max_rel_error_u']:.1f} / {p['mean_rel_error_u']:.2f}",
+                                 f"{c['max_rel_error_u']:.1f} / {c['mean_rel_error_u']:.2f}",
+                                 _ms(p), _ms(c), f"{t['median']:.2f}x [{t['ci95'][0]:.2f}, {t['ci95'][1]:.2f}]",
+                                 "yes" if r["compensated_by_default"] else "no"]))
+    return lines + [""]
+
+
 def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: str,
                  plots_dir: str) -> None:
     """Write `out_md` and its plots (speedup.png, roofline.png in `plots_dir`) from the artifacts."""
@@ -461,5 +485,6 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
              for name, p in plots.items()}
     artifacts.write_text(out_md, render(rows, ceiling, ceiling_problem, links)
                          + "\n".join(runtime_section(results_dir)) + "\n"
+                         + "\n".join(summation_section(results_dir)) + "\n"
                          + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
                          + "\n".join(gpu_section(results_dir)) + "\n")

@@ -5,13 +5,13 @@ already runs code (`__attribute__((constructor))` runs at load, `#include` reads
 judge can only test what the kernel computes, not what else it does. So a source is read first:
 
 - C family (`cpu`, `cuda`, `metal`): size limits, printable ASCII; only the headers the renderer
-  emits; only the pragmas a kernel needs (cpu: `omp simd`, `omp parallel for`, `omp declare simd`,
+  emits; only the pragmas a kernel needs (cpu: `omp simd`, `omp parallel [for]`, `omp for`, `omp declare simd`,
   unroll); no inline assembly, `_Pragma`, token pasting, digraphs, unsafe attributes (a constructor
   runs at load, `optimize` turns on fast-math), function pointers or computed gotos; no name of a
   process, file, network, loader, environment, non-local-jump or clock function anywhere (a
   pointer to `system` is as bad as a call). For `cpu`, which writes its own exported signature:
-  every call is to a function the source defines, a math function or a few OpenMP and compiler
-  builtins, and the kernel is defined once with the ABI. (GPU sources are bodies inside a signature
+  every call is to a function the source defines, a math function, a few OpenMP and compiler
+  builtins or the streaming-store intrinsics, and the kernel is defined once with the ABI. (GPU sources are bodies inside a signature
   MLX writes and call device intrinsics not listed yet: they get the common rules only.)
 - `mlx` (Python source): an AST allow-list: one function of the kernel's name, no imports, no
   attribute except `mx.<name>`, and no call the KernelIR does not contain.
@@ -91,7 +91,8 @@ class CRules:
 
 UNROLL = r"|GCC unroll \d+|unroll( \d+)?"
 C_RULES = {
-    "cpu": CRules(CRenderer.includes, re.compile(rf"(omp (simd|parallel for|declare simd){UNROLL})\b"), True),
+    "cpu": CRules(CRenderer.includes, re.compile(rf"(omp (simd|parallel for|parallel|for|declare simd){UNROLL})\b"),
+                  True),
     "cuda": CRules((), re.compile(rf"({UNROLL[1:]})\b"), False),
     "metal": CRules((), re.compile(rf"(METAL fp contract\(off\){UNROLL})"), False),
 }
@@ -129,6 +130,8 @@ OPENMP = {"omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads"}
 BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch", "__builtin_unreachable",
             "__builtin_memcpy", "__builtin_memset", "__builtin_isnan", "__builtin_isinf", "__builtin_inff",
             "__builtin_nanf", "__builtin_huge_valf"} | {f"__builtin_{m}" for m in MATH}
+# streaming (non-temporal) stores and the fence that orders them; the renderer's only intrinsics
+INTRINSICS = {"_mm256_stream_ps", "_mm256_load_ps", "_mm_stream_ps", "_mm_load_ps", "_mm_sfence"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"
@@ -198,7 +201,7 @@ def _check_c(source: str, kernel: str, rules: CRules) -> None:
 
 def _check_calls(code: str) -> None:
     defined = {d.group(1) for d in DEFINITION.finditer(code)} | set(MACRO.findall(code))
-    allowed = defined | MATH | OPENMP | BUILTINS | KEYWORDS
+    allowed = defined | MATH | OPENMP | BUILTINS | INTRINSICS | KEYWORDS
     # an OpenMP clause such as reduction(+:a) is no call
     code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: OMP_CLAUSES.sub(",(", p.group()), code)
     for m in CALL.finditer(code):

@@ -3,6 +3,7 @@ rule report:
         expand("results/{op}/{backend}/validation.json", op=OPS, backend=BACKENDS),
         expand("results/{op}/{backend}/bench.json", op=OPS, backend=BACKENDS),
         "results/roofline.json",
+        "results/summation.json",
         RUNTIME_TARGETS,
     output:
         md="results/report.md",

@@ -29,6 +29,8 @@ APPLIES = {  # config op -> the classes planted in its kernel (the others say wh
     "softmax": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "sign_flip", "swapped_operands",
                 "dropped_term", "precision_downcast", "uninitialized_accumulator", "race", "partial_write"},
     "layernorm": NORM, "rmsnorm": NORM, "add_rmsnorm": NORM,
+    "mean_var": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "sign_flip", "swapped_operands",
+                 "dropped_term", "precision_downcast", "uninitialized_accumulator", "race", "partial_write"},
 }
 
 

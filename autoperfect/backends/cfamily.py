@@ -20,7 +20,7 @@ from ..interp import const_array
 from ..graph import Node, make_attrs
 from ..kernel_ir import Instr, KernelIR
 from ..ops import Op
-from .schedule import plan
+from .schedule import plan, stash
 
 
 class Unsupported(Exception):
@@ -71,6 +71,9 @@ static inline float ap_round_f16(float f) { return (float)(_Float16)f; }
 """
 
 
+# Terms per block of a compensated row sum (CRenderer.reduce_loop).
+COMPENSATED_BLOCK = 512
+
 # Below this many elements a kernel runs on the calling thread: waking a team costs more than it saves.
 PARALLEL_MIN = 1 << 15
 
@@ -90,6 +93,9 @@ class Schedule:
     block: int = 16384        # elements per parallel task in elementwise kernels
     threads: bool = True      # OpenMP across rows / blocks
     vector_math: bool = False  # vectorized libm (glibc's libmvec, <= 4 ulp) instead of scalar calls
+    stash: bool = False       # row kernels: keep the last pass's costly per-element value (schedule.stash)
+    stream: int = 0           # non-temporal stores once a call writes at least this many bytes (0: never)
+    compensate: int = 0       # row sums of at least this many terms: blocks, totals added compensated
 
 
 class CFamily:
@@ -180,7 +186,8 @@ class CRenderer(CFamily):
     function_prefix = ""
     parallel_for = "#pragma omp parallel for schedule(static)"
     simd = "#pragma omp simd"
-    includes = ("stdint.h", "math.h")
+    includes = ("stdint.h", "math.h", "immintrin.h")  # immintrin.h: streaming stores only
+    chunk = 64  # elements a streaming loop computes into a buffer before storing them past the cache
 
     def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
         super().__init__(kernel, schedule)
@@ -220,7 +227,8 @@ class CRenderer(CFamily):
         return lines
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
-             reductions: list[int] = ()) -> list[str]:
+             reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None) -> list[str]:
+        """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash)."""
         clauses = []
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
@@ -229,7 +237,8 @@ class CRenderer(CFamily):
                 clauses.append(f"reduction(|:n{r})")
         lines = [f"{indent}{self.simd}{' ' + ' '.join(clauses) if clauses else ''}",
                  f"{indent}for (int64_t j = {lo}; j < {hi}; j++) {{"]
-        lines += [f"{indent}  {self.assign(i)}" for i in body]
+        for i in body:
+            lines += [f"{indent}  {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
         for r in reductions:
             _, _, stmt = REDUCTIONS[self.k.body[r].op]
             lines.append(f"{indent}  " + stmt.format(acc=f"a{r}", v=self.name(self.k.body[r].srcs[0]), nan=f"n{r}"))
@@ -245,31 +254,126 @@ class CRenderer(CFamily):
                                                  f"float {f}(float{', float' if f == 'powf' else ''});")]
 
     def render(self) -> str:
-        out = [f"#include <{h}>" for h in self.includes] + self.vector_math_declarations() + ["", PRELUDE]
+        headers = self.includes if self.streams() else self.includes[:2]
+        out = [f"#include <{h}>" for h in headers] + self.vector_math_declarations() + ["", PRELUDE]
+        out += self.streaming_prelude() if self.streams() else []
         out += self.header()
         out += self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         out.append("}")
         return "\n".join(out) + "\n"
 
+    def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None) -> list[str]:
+        """One reducing pass over a row. With `compensate`, a row of at least that many terms is
+        summed in blocks of `COMPENSATED_BLOCK` (each a plain SIMD sum) whose totals are added with
+        Neumaier's compensation: the error stays that of one block's sum however long the row, for
+        one extra add per block. Shorter rows are one block, bit for bit the plain sum."""
+        sums = [r for r in rp.reduces if self.k.body[r].op is Op.SUM]
+        if not (self.s.compensate and sums):
+            return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for)
+        inner = indent + "  "
+        lines = [f"{indent}{{",
+                 f"{inner}const int64_t B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N + (N == 0);"]
+        lines += [f"{inner}float k{r} = 0.0f, t{r} = a{r};" for r in sums]
+        lines.append(f"{inner}for (int64_t jb = 0; jb < N; jb += B) {{")
+        lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
+        lines += [f"{inner}  a{r} = 0.0f;" for r in sums]
+        lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
+                           lines_for=lines_for)
+        for r in sums:
+            lines += [f"{inner}  const float s{r} = t{r} + a{r};",
+                      f"{inner}  k{r} += fabsf(t{r}) >= fabsf(a{r}) ? (t{r} - s{r}) + a{r} : (a{r} - s{r}) + t{r};",
+                      f"{inner}  t{r} = s{r};"]
+        lines.append(f"{inner}}}")
+        # an overflowed or infinite total leaves a non-finite compensation: the total stands alone
+        lines += [f"{inner}a{r} = fabsf(k{r}) < INFINITY ? t{r} + k{r} : t{r};" for r in sums]
+        lines.append(f"{indent}}}")
+        return lines
+
+    # -- streaming stores -------------------------------------------------------------------------------
+    def streams(self) -> bool:
+        """Non-temporal stores: asked for, and every per-element output is float32 (one vector
+        store per AVX register; a narrower type would need packing first)."""
+        outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
+        return bool(self.s.stream) and bool(outs) and all(a.dtype == "float32" for a in outs)
+
+    def streaming_prelude(self) -> list[str]:
+        return ["#if defined(__AVX__)",
+                "#define AP_NT_WIDTH 8",
+                "#define AP_NT_STORE(p, v) _mm256_stream_ps((p), _mm256_load_ps(v))",
+                "#else",
+                "#define AP_NT_WIDTH 4",
+                "#define AP_NT_STORE(p, v) _mm_stream_ps((p), _mm_load_ps(v))",
+                "#endif", ""]
+
+    def store_loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
+                   lines_for: dict[int, list[str]] | None = None) -> list[str]:
+        """The loop that stores per-element outputs. Streaming: aligned chunks are computed into
+        buffers and written with non-temporal stores (no read of the destination line, no eviction
+        of what the next rows need); the unaligned head and the tail are plain stores, and so is
+        everything when the call writes less than `stream` bytes (it stays cached for its reader)."""
+        if not self.streams():
+            return self.loop(indent, body, lo, hi, lines_for=lines_for)
+        k, c = self.k, self.chunk
+        outs = [i.attr("arg") for i in (k.body[b] for b in body) if i.op is Op.STORE and i.space == "elem"]
+        first = f"out{outs[0]} + r * N"
+        lines = [f"{indent}int64_t jc = {hi};",
+                 f"{indent}if (ap_stream) {{",
+                 f"{indent}  jc = {lo} + (((32 - ((uintptr_t)({first} + {lo}) & 31)) & 31) >> 2);",
+                 f"{indent}  if (jc > {hi}) jc = {hi};",
+                 f"{indent}}}"]
+        lines += self.loop(indent, body, lo, "jc", lines_for=lines_for)
+        lines.append(f"{indent}for (; jc + {c} <= {hi}; jc += {c}) {{")
+        lines += [f"{indent}  float t{a}[{c}] __attribute__((aligned(32)));" for a in outs]
+        buffered = dict(lines_for or {})
+        for b in body:
+            if k.body[b].op is Op.STORE and k.body[b].space == "elem":
+                buffered[b] = [f"t{k.body[b].attr('arg')}[j - jc] = {self.name(k.body[b].srcs[0])};"]
+        lines += self.loop(indent + "  ", body, "jc", f"jc + {c}", lines_for=buffered)
+        for a in outs:
+            dest = f"out{a} + r * N + jc"
+            lines += [f"{indent}  if (((uintptr_t)({dest}) & 31) == 0) {{",
+                      f"{indent}    for (int q = 0; q < {c}; q += AP_NT_WIDTH) AP_NT_STORE({dest} + q, t{a} + q);",
+                      f"{indent}  }} else {{",
+                      f"{indent}    __builtin_memcpy({dest}, t{a}, sizeof t{a});",
+                      f"{indent}  }}"]
+        lines.append(f"{indent}}}")
+        lines += self.loop(indent, body, "jc", hi, lines_for=lines_for)
+        return lines
+
+    def parallel(self, loop: list[str]) -> list[str]:
+        """`loop` (a for statement) over the threads. Streaming stores are weakly ordered, so each
+        thread fences once after its share, before the team's barrier publishes the outputs."""
+        guard = f" if(R * N >= {PARALLEL_MIN})"
+        if not self.streams():
+            return ([f"  {self.parallel_for}{guard}"] if self.s.threads else []) + loop
+        if not self.s.threads:
+            return loop + ["  if (ap_stream) _mm_sfence();"]
+        return [f"  #pragma omp parallel{guard}", "  {", "  #pragma omp for schedule(static)", *loop,
+                "  if (ap_stream) _mm_sfence();", "  }"]
+
+    def stream_flag(self) -> list[str]:
+        if not self.streams():
+            return []
+        outs = sum(1 for a in self.k.args if a.role == "out" and a.space == "elem")
+        return [f"  const int ap_stream = R * N * {4 * outs} >= {self.s.stream};"]
+
     def render_elementwise(self) -> list[str]:
         p = plan(self.k)
         block = self.s.block
-        lines = [f"  const int64_t nb = (N + {block} - 1) / {block};"]
-        if self.s.threads:
-            lines.append(f"  {self.parallel_for} if(R * N >= {PARALLEL_MIN})")
-        lines += ["  for (int64_t t = 0; t < R * nb; t++) {",
+        lines = ["  for (int64_t t = 0; t < R * nb; t++) {",
                   "    const int64_t r = t / nb, j0 = (t % nb) * " + str(block) + ";",
                   f"    const int64_t j1 = j0 + {block} < N ? j0 + {block} : N;"]
         lines += self.offsets("    ")
         lines += [f"    {self.assign(i)}" for i in p.row_before]
-        lines += self.loop("    ", list(p.final_elem), "j0", "j1")
+        lines += self.store_loop("    ", list(p.final_elem), "j0", "j1")
         lines.append("  }")
-        return lines
+        return self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + self.parallel(lines)
 
     def render_row(self) -> list[str]:
         p = plan(self.k)
-        lines = [f"  {self.parallel_for} if(R * N >= {PARALLEL_MIN})"] if self.s.threads else []
-        lines.append("  for (int64_t r = 0; r < R; r++) {")
+        st = stash(self.k, p) if self.s.stash else None
+        keep = {st.value: [self.assign(st.value), f"out{st.arg}[r * N + j] = {self.name(st.value)};"]} if st else {}
+        lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         lines += [f"    {self.assign(i)}" for i in p.row_before]
         for rp in p.passes:
@@ -278,17 +382,20 @@ class CRenderer(CFamily):
                 lines.append(f"    float a{r} = {ident};")
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                     lines.append(f"    int n{r} = 0;")
-            lines += self.loop("    ", list(rp.elem), reductions=list(rp.reduces))
+            lines += self.reduce_loop("    ", rp, keep if rp is p.passes[-1] else None)
             for r in rp.reduces:
                 op = self.k.body[r].op
                 value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"
                 lines.append(f"    const float r{r} = {self.round(value, self.k.body[r].dtype)};")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
-        if p.final_elem:
-            lines += self.loop("    ", list(p.final_elem))
+        if st:
+            read = f"const float {self.name(st.value)} = out{st.arg}[r * N + j];"
+            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
+        elif p.final_elem:
+            lines += self.store_loop("    ", list(p.final_elem))
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
-        return lines
+        return self.stream_flag() + self.parallel(lines)
 
 
 @dataclass(frozen=True)

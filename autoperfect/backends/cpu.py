@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -23,14 +23,24 @@ import numpy as np
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from .cfamily import CRenderer, Schedule
+from .schedule import plan, stash
 
 NAME = "cpu"
 # -ffp-contract=off: no FMA behind the reference's back (exact ops must match bit for bit).
 # -fno-math-errno / -fno-trapping-math change no result; they let sqrtf and selects vectorize.
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno",
          "-fno-trapping-math", "-fPIC", "-shared")
-SCHEDULES = (Schedule("block16k", block=16384), Schedule("block64k", block=65536))
-MATH_SCHEDULES = (Schedule("libm"), Schedule("libmvec", vector_math=True))
+# Row sums of this many terms or more are compensated (CRenderer.reduce_loop); below it the plain SIMD
+# sum's error is a few u and blocking buys nothing. results/summation.json measures both sides.
+COMPENSATE_FROM = 4096
+# Non-temporal stores once a call writes half the last-level cache: an output that size is evicted
+# before its reader comes anyway, and skipping the read of each destination line saves bandwidth.
+STREAM_FROM = 16 << 20
+
+SCHEDULES = (Schedule("block16k", block=16384, compensate=COMPENSATE_FROM),
+             Schedule("block64k", block=65536, compensate=COMPENSATE_FROM))
+MATH_SCHEDULES = (Schedule("libm", compensate=COMPENSATE_FROM),
+                  Schedule("libmvec", vector_math=True, compensate=COMPENSATE_FROM))
 
 
 class CpuRenderer(CRenderer):
@@ -43,10 +53,20 @@ def render(kernel: KernelIR, schedule: Schedule = SCHEDULES[0]) -> str:
 
 def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     """Variants worth trying: vector math where the kernel calls libm, else the block size of
-    elementwise kernels; row kernels have one schedule so far."""
+    elementwise kernels and non-temporal stores for large outputs; a row kernel whose final pass
+    would recompute a libm call also tries keeping it from the last reducing pass (a stash).
+    Streaming stores measured slower than plain ones in kernels with math or reductions on this
+    machine (computing into a buffer first breaks the loop's overlap of loads and stores), so only
+    cheap elementwise kernels try them."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
-        return MATH_SCHEDULES
-    return SCHEDULES if kernel.kind == "elementwise" else (Schedule("rows"),)
+        found = MATH_SCHEDULES
+        if kernel.kind == "row" and stash(kernel, plan(kernel)):
+            found += (replace(MATH_SCHEDULES[1], name="libmvec_stash", stash=True),)
+        return found
+    if kernel.kind == "elementwise":
+        streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
+        return SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ())
+    return (Schedule("rows", compensate=COMPENSATE_FROM),)
 
 
 @lru_cache(maxsize=1)

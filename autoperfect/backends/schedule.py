@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel_ir import KernelIR
-from ..ops import REDUCE, Op
+from ..ops import REDUCE, ULP_BOUND, Op
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,9 @@ class Plan:
     row_stores: tuple[int, ...]
 
 
-def cone(k: KernelIR, roots: list[int]) -> tuple[int, ...]:
-    """The elem instructions `roots` need, in program order (row values are inputs to the cone)."""
+def cone(k: KernelIR, roots: list[int], leaves: frozenset[int] = frozenset()) -> tuple[int, ...]:
+    """The elem instructions `roots` need, in program order (row values are inputs to the cone;
+    so are `leaves`, values the caller already has: their own inputs are not needed for them)."""
     need, stack = set(), list(roots)
     while stack:
         i = stack.pop()
@@ -39,7 +40,8 @@ def cone(k: KernelIR, roots: list[int]) -> tuple[int, ...]:
         if ins.space != "elem" or i in need:
             continue
         need.add(i)
-        stack.extend(ins.srcs)
+        if i not in leaves:
+            stack.extend(ins.srcs)
     return tuple(sorted(need))
 
 
@@ -66,3 +68,32 @@ def plan(k: KernelIR) -> Plan:
     final = cone(k, [k.body[s].srcs[0] for s in elem_stores]) + tuple(elem_stores)
     return Plan(tuple(i.id for i in row if lvl[i.id] == 0), tuple(passes), final,
                 tuple(i.id for i in k.body if i.op is Op.STORE and i.space == "row"))
+
+
+@dataclass(frozen=True)
+class Stash:
+    """Keep one per-element value of the last reducing pass in an output row instead of recomputing it
+    in the final pass (softmax's exp: one exp per element instead of two). The value is float32 and
+    the output is float32, so the final pass reads back exactly what it would have computed."""
+    value: int                    # the elem instruction stored by the last reducing pass
+    arg: int                      # the float32 elem output whose row holds it until overwritten
+    final_elem: tuple[int, ...]   # the final pass with `value` read back instead of recomputed
+
+
+def stash(k: KernelIR, p: Plan) -> Stash | None:
+    """The stash worth making, if any: the latest value the last reducing pass and the final pass
+    both compute whose cone calls an approximated function (recomputing plain arithmetic is cheaper
+    than a round trip through L1)."""
+    if not p.passes or k.kind != "row":
+        return None
+    stores = [k.body[i] for i in p.final_elem if k.body[i].op is Op.STORE]
+    outs = [s.attr("arg") for s in stores if k.args[s.attr("arg")].dtype == "float32"]
+    shared = set(p.passes[-1].elem) & set(p.final_elem)
+    costly = [i for i in sorted(shared) if k.body[i].dtype == "float32"
+              and any(k.body[c].op in ULP_BOUND for c in cone(k, [i]))]
+    if not outs or not costly:
+        return None
+    value = costly[-1]
+    roots = [s.srcs[0] for s in stores]
+    final = cone(k, roots, frozenset({value})) + tuple(s.id for s in stores)
+    return Stash(value, outs[0], final)

@@ -1,0 +1,3 @@
+from autoperfect import summation
+
+summation.run(snakemake.output[0])

@@ -1,0 +1,180 @@
+"""The CPU's schedule knobs: compensated row sums, the softmax stash, streaming stores.
+
+Each knob must change how a kernel runs and nothing it computes beyond what the judge allows; the
+judge runs over every variant through tests/test_judge.py's config ops, these tests pin what each
+knob is for: where it applies, that it applies, and its edge cases.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from autoperfect import backends
+from autoperfect.backends import cpu
+from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
+from autoperfect.judge import Settings, judge_candidates
+from autoperfect.kernel_ir import Launch
+from autoperfect.pipeline import front
+from autoperfect.spec import parse_op, seed_for
+
+BE = backends.get("cpu")
+
+
+def spec_of(name: str, fn: str, **inputs):
+    return parse_op(name, {"fn": fn, "inputs": inputs})
+
+
+def kernel_of(spec):
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    return k
+
+
+def library(k, schedule: Schedule, tmp_path) -> str:
+    build = BE.build(BE.render(k, schedule), tmp_path)
+    assert build.ok, build.log
+    return build.library
+
+
+def row_sums(x: np.ndarray, schedule: Schedule, tmp_path) -> np.ndarray:
+    """The row-sum kernel under `schedule`, run on x (rows x n) through numpy buffers."""
+    rows, n = x.shape
+    k = kernel_of(spec_of("row_sum", "def row_sum(x):\n    return mx.sum(x, axis=-1)\n",
+                          x={"shape": [2, 8], "dtype": "float32"}))
+    out = np.full(rows, np.nan, dtype=np.float32)
+    launch = Launch((rows, n), ((n, 1),), ((rows, n),), ((rows,),))
+    BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([np.ascontiguousarray(x), out], launch)
+    return out
+
+
+PLAIN = Schedule("plain")
+COMPENSATED = Schedule("compensated", compensate=cpu.COMPENSATE_FROM)
+
+
+# -- compensated sums --------------------------------------------------------------------------------
+
+def test_rows_below_the_threshold_are_summed_bit_for_bit_as_before(tmp_path):
+    x = np.random.default_rng(seed_for("short-rows")).standard_normal((37, cpu.COMPENSATE_FROM - 1))
+    x = x.astype(np.float32)
+    assert np.array_equal(row_sums(x, COMPENSATED, tmp_path), row_sums(x, PLAIN, tmp_path))
+
+
+def test_a_long_row_keeps_the_terms_a_plain_sum_drops(tmp_path):
+    """1 followed by 2^16 terms of 2^-25, each under half an ulp of 1: the SIMD lane that starts at 1
+    drops every term it adds. A plain sum drops a sixteenth of the row in that lane; the compensated
+    one drops at most what that lane adds in one block, so its error is a block's, not the row's."""
+    n = 1 << 16
+    x = np.full((2, n + 1), 2.0 ** -25, dtype=np.float32)
+    x[:, 0] = 1.0
+    exact = 1.0 + n * 2.0 ** -25
+    plain = row_sums(x, PLAIN, tmp_path).astype(np.float64)
+    compensated = row_sums(x, COMPENSATED, tmp_path).astype(np.float64)
+    assert np.all(np.abs(compensated - exact) <= COMPENSATED_BLOCK * 2.0 ** -24 * exact)
+    assert np.all(np.abs(plain - exact) > 16 * np.abs(compensated - exact))
+
+
+def test_compensated_sums_keep_inf_and_nan(tmp_path):
+    n = 2 * cpu.COMPENSATE_FROM
+    x = np.ones((4, n), dtype=np.float32)
+    x[0, 7] = np.inf
+    x[1, n - 3] = np.nan
+    x[2, :] = 3e38  # overflows after a few terms
+    x[3, 5], x[3, n - 1] = np.inf, -np.inf
+    got = row_sums(x, COMPENSATED, tmp_path)
+    assert got[0] == np.inf and np.isnan(got[1]) and got[2] == np.inf and np.isnan(got[3])
+
+
+def test_empty_rows_sum_to_zero(tmp_path):
+    assert np.array_equal(row_sums(np.zeros((3, 0), dtype=np.float32), COMPENSATED, tmp_path), np.zeros(3))
+
+
+def test_the_judge_passes_compensated_long_rows(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = spec_of("layer_stats", "def layer_stats(x):\n"
+                   "    m = mx.mean(x, axis=-1, keepdims=True)\n"
+                   "    return (x - m) * mx.rsqrt(mx.mean((x - m) ** 2, axis=-1, keepdims=True) + 1e-5)\n",
+                   x={"shape": [3, 3 * cpu.COMPENSATE_FROM + 5], "dtype": "float32"})
+    k = kernel_of(spec)
+    (schedule,) = cpu.schedules_for(k)
+    assert schedule.compensate == cpu.COMPENSATE_FROM
+    verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(), None)
+    assert verdict["passed"], verdict["reason"]
+
+
+# -- the stash ---------------------------------------------------------------------------------------
+
+SOFTMAX = spec_of("softmax", "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                  x={"shape": [5, 300], "dtype": "float32"})
+
+
+def loops(source: str) -> list[str]:
+    """The bodies of the SIMD loops, in order."""
+    return re.findall(r"#pragma omp simd[^\n]*\n\s*for[^\n]*\{\n(.*?)\n\s*\}\n", source, re.S)
+
+
+def test_the_stash_makes_softmax_exponentiate_once_per_element():
+    k = kernel_of(SOFTMAX)
+    names = [s.name for s in cpu.schedules_for(k)]
+    assert "libmvec_stash" in names
+    plain = BE.render(k, Schedule("libmvec", vector_math=True))
+    stashed = BE.render(k, Schedule("libmvec_stash", vector_math=True, stash=True))
+    assert [body.count("expf(") for body in loops(plain)] == [0, 1, 1]
+    assert [body.count("expf(") for body in loops(stashed)] == [0, 1, 0]
+
+
+@pytest.mark.parametrize("fn, dtype", [
+    ("def f(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6)\n", "float32"),
+    ("def f(x):\n    return mx.softmax(x, axis=-1)\n", "float16"),
+    ("def f(x):\n    return x - mx.logsumexp(x, axis=-1, keepdims=True)\n", "float32"),
+], ids=["no-libm-call", "float16-output", "final-pass-needs-no-exp"])
+def test_no_stash_where_it_buys_nothing_or_would_round(fn, dtype):
+    k = kernel_of(spec_of("f", fn, x={"shape": [4, 64], "dtype": dtype}))
+    assert all(not s.stash for s in cpu.schedules_for(k))
+
+
+def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = spec_of("masked_softmax", "def masked_softmax(x, m):\n"
+                   "    return mx.softmax(mx.where(m > 0, x, -1e9), axis=-1)\n",
+                   x={"shape": [6, 257], "dtype": "float32"}, m={"shape": [6, 257], "dtype": "float32"})
+    k = kernel_of(spec)
+    (stashed,) = [s for s in cpu.schedules_for(k) if s.stash]
+    verdict = judge_candidates(spec, "cpu", {k.name: library(k, stashed, tmp_path)}, Settings(),
+                               seed_for("stash-judge"))
+    assert verdict["passed"], verdict["reason"]
+
+
+# -- streaming stores --------------------------------------------------------------------------------
+
+def test_streaming_is_tried_on_plain_elementwise_kernels_only():
+    chain = kernel_of(spec_of("chain", "def chain(a, b):\n    return a * b + a\n",
+                              a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
+    gelu = kernel_of(spec_of("g", "def g(x):\n    return x * mx.tanh(x)\n", x={"shape": [1000], "dtype": "float32"}))
+    assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM]
+    assert not any(s.stream for s in cpu.schedules_for(gelu))
+    assert not any(s.stream for s in cpu.schedules_for(kernel_of(SOFTMAX)))
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 200, 4099])
+def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
+    """Streaming from the first byte (threshold 1) against the plain kernel, on outputs that start
+    at every 4-byte offset of a 32-byte line, the second output at another offset than the first
+    (its chunks are copied, not streamed): heads, chunks and tails all written, nothing else."""
+    spec = spec_of("two", "def two(a, b):\n    c = a * b + a\n    return c, c - b\n",
+                   a={"shape": [3, n], "dtype": "float32"}, b={"shape": [3, n], "dtype": "float32"})
+    k = kernel_of(spec)
+    plain = BE.Kernel(k, library(k, Schedule("p"), tmp_path))
+    streamed = BE.Kernel(k, library(k, Schedule("s", stream=1), tmp_path))
+    rng = np.random.default_rng(seed_for("stream", str(n)))
+    a, b = (rng.standard_normal((3, n)).astype(np.float32) for _ in range(2))
+    for shift in range(8):
+        outs = []
+        for kern in (plain, streamed):
+            backing = [np.full(3 * n + 8, np.nan, dtype=np.float32) for _ in range(2)]
+            views = [buf[at:at + 3 * n].reshape(3, n) for buf, at in zip(backing, (shift, (shift + 3) % 8))]
+            kern.run_numpy([a, b] + views, k.launch)
+            outs.append(backing)
+        for want, got in zip(*outs):
+            assert np.array_equal(want, got, equal_nan=True)
