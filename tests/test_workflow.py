@@ -37,8 +37,8 @@ ops:
 """
 
 
-def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AUTOPERFECT_CACHE": str(cwd / ".cache")}
+def snakemake(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {}), "AUTOPERFECT_CACHE": str(cwd / ".cache")}
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -152,3 +152,35 @@ def test_shapes_that_do_not_broadcast_are_named(ran, tmp_path):
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "op 'scale_add', field 'fn'" in out and "broadcast" in out
+
+
+def summary_status(cwd: Path, **env: str) -> dict[str, str]:
+    """`snakemake --summary`: each output file's status (ok, params changed, missing, ...)."""
+    proc = snakemake(cwd, "--summary", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {row[0]: row[4] for row in (line.split("\t") for line in proc.stdout.splitlines())
+            if row[0].startswith("results/")}
+
+
+def test_switching_the_provider_reruns_the_llm_stage_not_generate(ran, tmp_path):
+    """generate always renders the compiler's candidates: the provider is the llm stage's business."""
+    work = fork(ran, tmp_path, TINY + "generator: {provider: anthropic}\n")
+    status = summary_status(work, ANTHROPIC_API_KEY="sk-test-not-a-key")  # envvars: checked, never used
+    for op in ("scale_add", "rms"):
+        assert status[f"results/{op}/cpu/candidates"] == "ok"
+        assert status[f"results/{op}/cpu/llm.json"] == "missing"
+        assert status[f"results/{op}/cpu/validation.json"] != "ok"
+
+
+def test_a_change_in_the_generator_code_reruns_generate(ran, tmp_path):
+    """Snakemake can't see inside the package: the stage hash in generate's params makes it rerun."""
+    package = tmp_path / "package"
+    shutil.copytree(ROOT / "autoperfect", package / "autoperfect", ignore=shutil.ignore_patterns("__pycache__"))
+    compiler = package / "autoperfect/generate/compiler.py"
+    compiler.write_text(compiler.read_text() + "\n# a change\n")
+    work = fork(ran, tmp_path)
+    before = summary_status(work)
+    after = summary_status(work, PYTHONPATH=str(package))
+    for op in ("scale_add", "rms"):
+        assert before[f"results/{op}/cpu/candidates"] == "ok"
+        assert after[f"results/{op}/cpu/candidates"] == "params changed"
