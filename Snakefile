@@ -1,8 +1,12 @@
 # Auto-Perfect: MLX functions -> fused, verified, benchmarked kernels.
 #   snakemake --cores 4 all
+#   snakemake --cores 4 --report results/report.html   (after it: the results as one HTML file)
 # Every stage is one rules/*.smk file; every script is a thin adapter over autoperfect.stages.
 
 configfile: "config.yaml"
+
+
+report: "report/workflow.rst"
 
 
 include: "rules/common.smk"

@@ -4,15 +4,21 @@ It never trusts the artifacts to be complete: a missing or malformed file become
 and a kernel that failed validation shows no timing, even when a stale bench.json lies beside it.
 Bandwidth is recomputed from `bytes_moved` and the kernel's median, and set against the one ceiling
 printed at the top (results/roofline.json), so every figure in the report uses the same yardstick.
+The same page is also written as self-contained HTML (plots embedded), which `snakemake --report`
+shows inline.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import math
+import mimetypes
 import os
 from dataclasses import dataclass, field
 
+from markdown_it import MarkdownIt
 from matplotlib.figure import Figure
 
 from . import artifacts, bench, roofline
@@ -383,6 +389,102 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
     _save(figure, path)
 
 
+SIZE_CONTENDERS = ("jit", "mlx_eager", "mlx_compile")  # runtime.json's warm timings, in this order
+SIZE_STYLES = {"jit": "-", "mlx_eager": "--", "mlx_compile": ":"}
+
+
+def _elements(shapes: dict) -> int:
+    """A problem's size: the elements of all its inputs."""
+    return sum(math.prod(shape) for shape in shapes.values())
+
+
+def size_series(runtime: dict) -> dict[tuple[str, str], list[tuple[int, dict]]]:
+    """(op, contender) -> [(input elements, warm timing)] sorted by size, from runtime.json; a size
+    whose record lacks what the plot needs is left out."""
+    series: dict[tuple[str, str], list[tuple[int, dict]]] = {}
+    ops = runtime.get("ops")
+    for op, sizes in sorted(ops.items() if isinstance(ops, dict) else []):
+        for record in sizes.values() if isinstance(sizes, dict) else []:
+            try:
+                n = _elements(record["shapes"])
+                warm = dict(record["warm"])
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+            for name in SIZE_CONTENDERS:
+                try:
+                    timing = _checked(warm.get(name), "median_s", "ci95_s")
+                except ValueError:
+                    continue
+                series.setdefault((op, name), []).append((n, timing))
+    return {key: sorted(points, key=lambda p: p[0]) for key, points in series.items()}
+
+
+def sizes_plot(results_dir: str, path: str) -> None:
+    """Warm-call time against problem size per op (autoperfect.jit, MLX eager and mx.compile at the
+    spec's shapes and at one row: results/runtime.json), log-log, with 95% interval bars."""
+    runtime, problem = read_json(os.path.join(results_dir, "runtime.json"))
+    series = size_series(runtime) if runtime is not None else {}
+    figure = Figure(figsize=(7.5, 4.5))
+    axes = figure.add_subplot()
+    colors = {op: f"C{i % 10}" for i, op in enumerate(sorted({op for op, _ in series}))}
+    for (op, name), points in series.items():
+        xs = [n for n, _ in points]
+        ys = [t["median_s"] * 1e3 for _, t in points]
+        cis = [t.get("ci95_s") or [t["median_s"]] * 2 for _, t in points]
+        errors = [[max(0.0, y - lo * 1e3) for y, (lo, _) in zip(ys, cis)],
+                  [max(0.0, hi * 1e3 - y) for y, (_, hi) in zip(ys, cis)]]
+        axes.errorbar(xs, ys, yerr=errors, color=colors[op], linestyle=SIZE_STYLES[name], marker="o",
+                      capsize=3, label=f"{op}: {name}")
+    if series:
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.legend(fontsize="small")
+    else:
+        why = problem or "runtime.json has no warm timings"
+        axes.text(0.5, 0.5, f"not measured ({why}; a `runtime:` section in config.yaml measures it)",
+                  ha="center", va="center", transform=axes.transAxes, wrap=True)
+    axes.set_xlabel("problem size (input elements)")
+    axes.set_ylabel("warm call, median ms")
+    axes.set_title("Time against size: autoperfect.jit and MLX")
+    _save(figure, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+PAGE_STYLE = ("body{font-family:system-ui,sans-serif;max-width:90em;margin:1em auto;padding:0 1em}"
+              "table{border-collapse:collapse;font-size:small;margin-bottom:1em}"
+              "th,td{border:1px solid #bbb;padding:2px 6px;text-align:left;vertical-align:top}"
+              "img{max-width:100%}code{background:#eee;padding:0 2px}")
+
+
+def _data_uri(path: str) -> str:
+    mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    with open(path, "rb") as f:
+        return f"data:{mime};base64,{base64.b64encode(f.read()).decode('ascii')}"
+
+
+def html_page(markdown_text: str, base_dir: str, title: str = "Auto-Perfect report") -> str:
+    """The markdown report as one self-contained HTML page: images linked relative to `base_dir`
+    are embedded as data URIs, so the page reads the same opened from disk, mailed, or inside the
+    `snakemake --report` HTML (which shows an HTML result inline and a markdown one only as a
+    download). Raw HTML in the markdown is escaped, not passed through."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(markdown_text)
+    for token in tokens:
+        for child in token.children or ():
+            src = child.attrGet("src") if child.type == "image" else None
+            if src and "://" not in src and not src.startswith("data:"):
+                local = os.path.join(base_dir, src)
+                if os.path.isfile(local):
+                    child.attrSet("src", _data_uri(local))
+    body = md.renderer.render(tokens, md.options, {})
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}</style>\n</head>\n"
+            f"<body>\n{body}</body>\n</html>\n")
+
+
 # ---------------------------------------------------------------------------------------------
 # Entry
 
@@ -471,20 +573,27 @@ def summation_section(results_dir: str) -> list[str]:
     return lines + [""]
 
 
+PLOTS = ("speedup", "roofline", "sizes")  # {plots_dir}/{name}.png: rules/report.smk names each
+
+
 def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: str,
-                 plots_dir: str) -> None:
-    """Write `out_md` and its plots (speedup.png, roofline.png in `plots_dir`) from the artifacts."""
+                 plots_dir: str, out_html: str | None = None) -> None:
+    """Write `out_md` and its plots (speedup.png, roofline.png, sizes.png in `plots_dir`) from the
+    artifacts, and with `out_html` the same page as self-contained HTML."""
     rows = [load_row(results_dir, op, backend) for op in ops for backend in backends]
     ceiling, ceiling_problem = load_ceiling(results_dir)
-    plots = {"speedup": os.path.join(plots_dir, "speedup.png"),
-             "roofline": os.path.join(plots_dir, "roofline.png")}
+    plots = {name: os.path.join(plots_dir, f"{name}.png") for name in PLOTS}
     speedup_plot(rows, plots["speedup"])
     bandwidth_plot(rows, ceiling, plots["roofline"])
+    sizes_plot(results_dir, plots["sizes"])
     md_dir = os.path.dirname(os.path.abspath(out_md))
     links = {name: os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
              for name, p in plots.items()}
-    artifacts.write_text(out_md, render(rows, ceiling, ceiling_problem, links)
-                         + "\n".join(runtime_section(results_dir)) + "\n"
-                         + "\n".join(summation_section(results_dir)) + "\n"
-                         + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
-                         + "\n".join(gpu_section(results_dir)) + "\n")
+    text = (render(rows, ceiling, ceiling_problem, links)
+            + "\n".join(runtime_section(results_dir)) + "\n"
+            + "\n".join(summation_section(results_dir)) + "\n"
+            + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
+            + "\n".join(gpu_section(results_dir)) + "\n")
+    artifacts.write_text(out_md, text)
+    if out_html is not None:
+        artifacts.write_text(out_html, html_page(text, md_dir))

@@ -5,7 +5,8 @@ rule bench:
         roofline="results/roofline.json",
         native="results/native.json",
     output:
-        "results/{op}/{backend}/bench.json",
+        report("results/{op}/{backend}/bench.json", caption="../report/bench.rst", category="{op}",
+               subcategory="{backend}", labels={"artifact": "timings (bench.json)"}),
     threads: workflow.cores
     params:
         spec=spec_json,

@@ -5,7 +5,8 @@ rule plant_mutants:
         kernels="results/{op}/kernels.json",
         validation="results/{op}/{backend}/validation.json",
     output:
-        "results/{op}/{backend}/mutants.json",
+        report("results/{op}/{backend}/mutants.json", caption="../report/mutants.rst", category="{op}",
+               subcategory="{backend}", labels={"artifact": "planted bugs (mutants.json)"}),
     threads: workflow.cores
     params:
         spec=spec_json,

@@ -1,7 +1,8 @@
 # The machine's ceilings; measured alone (all cores), like every benchmark.
 rule roofline:
     output:
-        "results/roofline.json",
+        report("results/roofline.json", caption="../report/roofline_json.rst", category="Summary",
+               subcategory="measurements", labels={"artifact": "roofline (roofline.json)"}),
     threads: workflow.cores
     params:
         quick=config["roofline"]["quick"],

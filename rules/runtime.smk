@@ -18,7 +18,8 @@ if RUNTIME:
         input:
             expand("results/cache/{op}/{backend}.json", op=RUNTIME["ops"], backend=BACKENDS),
         output:
-            "results/runtime.json",
+            report("results/runtime.json", caption="../report/runtime_json.rst", category="Summary",
+                   subcategory="measurements", labels={"artifact": "autoperfect.jit (runtime.json)"}),
         threads: workflow.cores
         params:
             ops=[OPS[op].to_json() for op in RUNTIME["ops"]],
@@ -30,7 +31,8 @@ if RUNTIME:
 
     rule model_e2e:
         output:
-            "results/model_e2e.json",
+            report("results/model_e2e.json", caption="../report/model_e2e_json.rst", category="Summary",
+                   subcategory="measurements", labels={"artifact": "model end to end (model_e2e.json)"}),
         threads: workflow.cores
         params:
             settings=RUNTIME["model"],

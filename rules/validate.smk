@@ -5,7 +5,8 @@ rule validate:
         compiled="results/{op}/{backend}/compile.json",
         llm=llm_summary,
     output:
-        "results/{op}/{backend}/validation.json",
+        report("results/{op}/{backend}/validation.json", caption="../report/validation.rst",
+               category="{op}", subcategory="{backend}", labels={"artifact": "judge (validation.json)"}),
     params:
         spec=spec_json,
         judge=config["judge"],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKFLOW = ("Snakefile", "rules", "scripts", "schemas", "prompts")
+WORKFLOW = ("Snakefile", "rules", "scripts", "schemas", "prompts", "report")
 
 TINY = """\
 backends: [cpu]
@@ -37,8 +39,8 @@ ops:
 """
 
 
-def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AUTOPERFECT_CACHE": str(cwd / ".cache")}
+def snakemake(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {}), "AUTOPERFECT_CACHE": str(cwd / ".cache")}
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -152,3 +154,88 @@ def test_shapes_that_do_not_broadcast_are_named(ran, tmp_path):
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "op 'scale_add', field 'fn'" in out and "broadcast" in out
+
+
+def summary_status(cwd: Path, **env: str) -> dict[str, str]:
+    """`snakemake --summary`: each output file's status (ok, params changed, missing, ...)."""
+    proc = snakemake(cwd, "--summary", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {row[0]: row[4] for row in (line.split("\t") for line in proc.stdout.splitlines())
+            if row[0].startswith("results/")}
+
+
+def test_switching_the_provider_reruns_the_llm_stage_not_generate(ran, tmp_path):
+    """generate always renders the compiler's candidates: the provider is the llm stage's business."""
+    work = fork(ran, tmp_path, TINY + "generator: {provider: anthropic}\n")
+    status = summary_status(work, ANTHROPIC_API_KEY="sk-test-not-a-key")  # envvars: checked, never used
+    for op in ("scale_add", "rms"):
+        assert status[f"results/{op}/cpu/candidates"] == "ok"
+        assert status[f"results/{op}/cpu/llm.json"] == "missing"
+        assert status[f"results/{op}/cpu/validation.json"] != "ok"
+
+
+def test_a_change_in_the_generator_code_reruns_generate(ran, tmp_path):
+    """Snakemake can't see inside the package: the stage hash in generate's params makes it rerun."""
+    package = tmp_path / "package"
+    shutil.copytree(ROOT / "autoperfect", package / "autoperfect", ignore=shutil.ignore_patterns("__pycache__"))
+    compiler = package / "autoperfect/generate/compiler.py"
+    compiler.write_text(compiler.read_text() + "\n# a change\n")
+    work = fork(ran, tmp_path)
+    before = summary_status(work)
+    after = summary_status(work, PYTHONPATH=str(package))
+    for op in ("scale_add", "rms"):
+        assert before[f"results/{op}/cpu/candidates"] == "ok"
+        assert after[f"results/{op}/cpu/candidates"] == "params changed"
+
+
+PLANTED = {"planted": 2, "caught": 2, "baseline_caught": 1, "mutants": [
+    {"class": "off_by_one", "judge": {"caught": True}, "baseline": {"caught": True}},
+    {"class": "race", "judge": {"caught": True}, "baseline": {"caught": False}}]}
+
+
+def test_the_report_picks_up_planted_bugs_without_forcerun(ran, tmp_path):
+    """`snakemake mutants` writes mutants.json (stood in for here: planting takes minutes); the next
+    `snakemake all` reruns the report, and nothing else, which then shows them."""
+    work = fork(ran, tmp_path)
+    (work / "results/rms/cpu/mutants.json").write_text(json.dumps(PLANTED))
+    dry = snakemake(work, "all", "-n")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert {line.split()[1] for line in dry.stdout.splitlines() if line.startswith("rule ")} == {
+        "report:", "all:"}
+    proc = snakemake(work, "all")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| rms/cpu | 2 | 2/2 | 1/2 | – | race |" in (work / "results/report.md").read_text()
+    again = snakemake(work, "all", "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def embedded(page: str, name: str):
+    """A value Snakemake's HTML report embeds as JSON (`var results = {...};`)."""
+    found = re.search(rf"var {name} = (?=[{{\"])", page)
+    assert found, f"no {name} in the HTML report"
+    return json.JSONDecoder().raw_decode(page, found.end())[0]
+
+
+def test_html_report_shows_the_plots_and_each_ops_artifacts(ran, tmp_path):
+    work = fork(ran, tmp_path)
+    proc = snakemake(work, "--report", "results/report.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (work / "results/report.html").read_text()
+    categories, results = embedded(page, "categories"), embedded(page, "results")
+    plots = [f"results/plots/{name}.png" for name in ("roofline", "sizes", "speedup")]
+    assert sorted(categories["Summary"]["plots"]) == plots
+    for plot in plots:  # embedded, byte for byte, with a caption
+        uri = results[plot]["data_uri"]
+        assert uri.startswith("data:image/png;")
+        assert base64.b64decode(uri.partition(",")[2]) == (work / plot).read_bytes()
+        assert "<p>" in results[plot]["caption"]
+    assert sorted(categories["Summary"]["report"]) == ["results/report.md", "results/summary.html"]
+    summary = base64.b64decode(results["results/summary.html"]["data_uri"].partition(",")[2]).decode()
+    assert "<td>rms</td>" in summary and summary.count("data:image/png;base64,") == len(plots)
+    for op in ("scale_add", "rms"):
+        assert sorted(categories[op]["cpu"]) == [f"results/{op}/cpu/bench.json",
+                                                 f"results/{op}/cpu/validation.json"]
+        assert sorted(categories[op]["compiler"]) == [f"results/{op}/kernels.json", f"results/{op}/regions.json"]
+        assert f"{op}</tt>" in results[f"results/{op}/regions.json"]["caption"]  # wildcards filled in
+    description = embedded(page, "workflow_desc")
+    assert "<tt class=\"docutils literal\">scale_add</tt>, <tt class=\"docutils literal\">rms</tt>" in description
