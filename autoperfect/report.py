@@ -389,63 +389,70 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
     _save(figure, path)
 
 
-SIZE_CONTENDERS = ("jit", "mlx_eager", "mlx_compile")  # runtime.json's warm timings, in this order
-SIZE_STYLES = {"jit": "-", "mlx_eager": "--", "mlx_compile": ":"}
+SIZE_CONTENDERS = ("kernel", "mlx_eager", "mlx_compile", "torch_compile")  # bench.json's, in this order
+SIZE_STYLES = {"kernel": "-", "mlx_eager": "--", "mlx_compile": ":", "torch_compile": "-."}
 
 
-def _elements(shapes: dict) -> int:
-    """A problem's size: the elements of all its inputs."""
-    return sum(math.prod(shape) for shape in shapes.values())
-
-
-def size_series(runtime: dict) -> dict[tuple[str, str], list[tuple[int, dict]]]:
-    """(op, contender) -> [(input elements, warm timing)] sorted by size, from runtime.json; a size
-    whose record lacks what the plot needs is left out."""
-    series: dict[tuple[str, str], list[tuple[int, dict]]] = {}
-    ops = runtime.get("ops")
-    for op, sizes in sorted(ops.items() if isinstance(ops, dict) else []):
-        for record in sizes.values() if isinstance(sizes, dict) else []:
+def size_series(measured: dict) -> dict[str, list[tuple[int, dict]]]:
+    """contender -> [(bytes moved, warm timing)] sorted by size, from one bench.json: its `scaling`
+    sizes and the spec's own; a size whose record lacks what the plot needs is left out."""
+    records = [r for r in measured.get("scaling") or [] if isinstance(r, dict) and "skipped" not in r]
+    records.append({"bytes_moved": measured.get("bytes_moved"), "kernel": measured.get("kernel"),
+                    **(measured.get("baselines") if isinstance(measured.get("baselines"), dict) else {})})
+    series: dict[str, list[tuple[int, dict]]] = {}
+    for record in records:
+        size = record.get("bytes_moved")
+        if not _is_number(size) or size <= 0:
+            continue
+        for name in SIZE_CONTENDERS:
             try:
-                n = _elements(record["shapes"])
-                warm = dict(record["warm"])
-            except (KeyError, TypeError, ValueError, AttributeError):
+                series.setdefault(name, []).append((int(size), _checked(record.get(name), "median_s", "ci95_s")))
+            except ValueError:
                 continue
-            for name in SIZE_CONTENDERS:
-                try:
-                    timing = _checked(warm.get(name), "median_s", "ci95_s")
-                except ValueError:
-                    continue
-                series.setdefault((op, name), []).append((n, timing))
-    return {key: sorted(points, key=lambda p: p[0]) for key, points in series.items()}
+    return {name: sorted(points, key=lambda p: p[0]) for name, points in series.items() if points}
 
 
-def sizes_plot(results_dir: str, path: str) -> None:
-    """Warm-call time against problem size per op (autoperfect.jit, MLX eager and mx.compile at the
-    spec's shapes and at one row: results/runtime.json), log-log, with 95% interval bars."""
-    runtime, problem = read_json(os.path.join(results_dir, "runtime.json"))
-    series = size_series(runtime) if runtime is not None else {}
-    figure = Figure(figsize=(7.5, 4.5))
-    axes = figure.add_subplot()
-    colors = {op: f"C{i % 10}" for i, op in enumerate(sorted({op for op, _ in series}))}
-    for (op, name), points in series.items():
-        xs = [n for n, _ in points]
-        ys = [t["median_s"] * 1e3 for _, t in points]
-        cis = [t.get("ci95_s") or [t["median_s"]] * 2 for _, t in points]
-        errors = [[max(0.0, y - lo * 1e3) for y, (lo, _) in zip(ys, cis)],
-                  [max(0.0, hi * 1e3 - y) for y, (_, hi) in zip(ys, cis)]]
-        axes.errorbar(xs, ys, yerr=errors, color=colors[op], linestyle=SIZE_STYLES[name], marker="o",
-                      capsize=3, label=f"{op}: {name}")
-    if series:
+def sizes_plot(results_dir: str, ops: list[str], backends: list[str], ceiling: dict | None, path: str) -> None:
+    """Time against size per op (the kernel and MLX eager, mx.compile, torch.compile at the spec's
+    size and smaller ones: bench.json), log-log with 95% interval bars, and the time the measured
+    stream bandwidth needs to move those bytes."""
+    panels = []
+    for op in ops:
+        for backend in backends:
+            measured, _ = read_json(os.path.join(results_dir, op, backend, "bench.json"))
+            series = size_series(measured) if measured is not None else {}
+            if series:
+                panels.append((f"{op}/{backend}", series))
+    cols = min(3, max(1, len(panels)))
+    rows = max(1, math.ceil(len(panels) / cols))
+    figure = Figure(figsize=(4.2 * cols, 3.2 * rows + 0.6))
+    for i, (label, series) in enumerate(panels):
+        axes = figure.add_subplot(rows, cols, i + 1)
+        for name, points in series.items():
+            xs = [n for n, _ in points]
+            ys = [t["median_s"] * 1e3 for _, t in points]
+            cis = [t.get("ci95_s") or [t["median_s"]] * 2 for _, t in points]
+            errors = [[max(0.0, y - lo * 1e3) for y, (lo, _) in zip(ys, cis)],
+                      [max(0.0, hi * 1e3 - y) for y, (_, hi) in zip(ys, cis)]]
+            axes.errorbar(xs, ys, yerr=errors, linestyle=SIZE_STYLES[name], marker="o", markersize=3,
+                          capsize=2, label=name)
+        if ceiling:
+            xs = sorted({n for points in series.values() for n, _ in points})
+            axes.plot(xs, [n / (ceiling["bandwidth_gbps"] * 1e9) * 1e3 for n in xs], color="red",
+                      linestyle="--", linewidth=1, label="stream bandwidth")
         axes.set_xscale("log")
         axes.set_yscale("log")
-        axes.legend(fontsize="small")
-    else:
-        why = problem or "runtime.json has no warm timings"
-        axes.text(0.5, 0.5, f"not measured ({why}; a `runtime:` section in config.yaml measures it)",
-                  ha="center", va="center", transform=axes.transAxes, wrap=True)
-    axes.set_xlabel("problem size (input elements)")
-    axes.set_ylabel("warm call, median ms")
-    axes.set_title("Time against size: autoperfect.jit and MLX")
+        axes.set_title(label, fontsize="medium")
+        axes.set_xlabel("bytes moved")
+        axes.set_ylabel("median ms")
+        if i == 0:
+            axes.legend(fontsize="x-small")
+    if not panels:
+        axes = figure.add_subplot()
+        axes.text(0.5, 0.5, "not measured (no bench.json with timings)", ha="center", va="center",
+                  transform=axes.transAxes)
+    figure.suptitle("Time against size, freed memory kept")
+    figure.tight_layout()
     _save(figure, path)
 
 
@@ -585,7 +592,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
     plots = {name: os.path.join(plots_dir, f"{name}.png") for name in PLOTS}
     speedup_plot(rows, plots["speedup"])
     bandwidth_plot(rows, ceiling, plots["roofline"])
-    sizes_plot(results_dir, plots["sizes"])
+    sizes_plot(results_dir, ops, backends, ceiling, plots["sizes"])
     md_dir = os.path.dirname(os.path.abspath(out_md))
     links = {name: os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
              for name, p in plots.items()}

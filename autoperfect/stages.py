@@ -160,7 +160,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     payload = {"spec": spec.to_json(), "backend": validation["backend"], "variants": validation["verified"],
                "warmup": settings["warmup"], "repeats": settings["repeats"]}
     timeout = settings.get("timeout_s", 900)
-    warm = bench.run_condition("warm", "autoperfect.contenders:measure", payload, timeout)
+    warm = bench.run_condition("warm", "autoperfect.contenders:measure", {**payload, "scaling": True}, timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
     fraction = roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling)
@@ -168,7 +168,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     flops = sum(cost.region_cost(partition, r).flops for r in partition.regions if r.kind == "kernel")
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
-                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s")
+                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s", "scaling")
                    if k in warm},
         "achieved_gbps": warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9,
         "roofline_fraction": fraction, "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"],

@@ -20,20 +20,25 @@ def test_html_page_embeds_local_images_and_escapes_raw_html(tmp_path):
     assert 'src="plots/missing.png"' in page  # a missing file stays a link, never an error
 
 
-def _record(rows, jit_s, eager_s):
-    timing = lambda s: {"median_s": s, "ci95_s": [0.9 * s, 1.1 * s]}
-    return {"shapes": {"x": [rows, 1024], "w": [1024]}, "warm": {"jit": timing(jit_s), "mlx_eager": timing(eager_s)}}
+def _timing(s):
+    return {"median_s": s, "ci95_s": [0.9 * s, 1.1 * s]}
 
 
-def test_size_series_sorts_each_ops_sizes_and_skips_broken_records(tmp_path):
-    runtime = {"ops": {"rmsnorm": {"spec": _record(4096, 7e-4, 4e-3), "row": _record(1, 5e-5, 4e-5)},
-                       "softmax": {"spec": {"shapes": {"x": [8, 8]}, "warm": "not timed"}}}}
-    series = report.size_series(runtime)
-    assert set(series) == {("rmsnorm", "jit"), ("rmsnorm", "mlx_eager")}
-    assert [n for n, _ in series[("rmsnorm", "jit")]] == [2048, 4096 * 1024 + 1024]
-    assert series[("rmsnorm", "mlx_eager")][1][1]["median_s"] == 4e-3
-    (tmp_path / "runtime.json").write_text(json.dumps(runtime))
-    report.sizes_plot(str(tmp_path), str(tmp_path / "sizes.png"))
-    report.sizes_plot(str(tmp_path / "nothing"), str(tmp_path / "empty.png"))  # not measured: a note
+def test_size_series_sorts_sizes_and_skips_what_it_cannot_plot(tmp_path):
+    measured = {"bytes_moved": 32 << 20, "kernel": _timing(7e-4),
+                "baselines": {"mlx_eager": _timing(4e-3), "numpy": _timing(9e-3)},
+                "scaling": [{"divisor": 4, "bytes_moved": 8 << 20, "kernel": _timing(2e-4),
+                             "mlx_eager": _timing(1e-3), "torch_compile": "not timed"},
+                            {"divisor": 16, "skipped": "the kernel's output disagrees"},
+                            {"divisor": 64, "bytes_moved": 512 << 10, "kernel": _timing(2e-5)}]}
+    series = report.size_series(measured)
+    assert set(series) == {"kernel", "mlx_eager"}  # numpy is not plotted; a broken timing is left out
+    assert [n for n, _ in series["kernel"]] == [512 << 10, 8 << 20, 32 << 20]
+    assert series["mlx_eager"][1][1]["median_s"] == 4e-3
+    (tmp_path / "op" / "cpu").mkdir(parents=True)
+    (tmp_path / "op" / "cpu" / "bench.json").write_text(json.dumps(measured))
+    ceiling = {"bandwidth_gbps": 50.0}
+    report.sizes_plot(str(tmp_path), ["op"], ["cpu"], ceiling, str(tmp_path / "sizes.png"))
+    report.sizes_plot(str(tmp_path), ["missing"], ["cpu"], None, str(tmp_path / "empty.png"))  # a note
     assert (tmp_path / "sizes.png").read_bytes().startswith(b"\x89PNG")
     assert (tmp_path / "empty.png").read_bytes().startswith(b"\x89PNG")
