@@ -28,6 +28,8 @@ from typing import Callable, Iterator, TextIO
 
 import numpy as np
 
+from . import THREAD_BINDING
+
 BOOTSTRAP_RESAMPLES = 2000
 STDERR_TAIL_CHARS = 4000
 
@@ -164,16 +166,18 @@ def _version(package: str) -> str | None:
 def describe_condition(condition: str) -> str:
     """The sentence a report prints next to figures measured under `condition`."""
     variables = ALLOCATOR_CONDITIONS[condition]
+    threads = ", ".join(f"{k}={v}" for k, v in sorted(THREAD_BINDING.items()))
     if not variables:
-        return "default glibc allocator"
+        return f"default glibc allocator; OpenMP threads bound to cores ({threads})"
     settings = ", ".join(f"{k}={v}" for k, v in sorted(variables.items()))
-    return f"warm allocator: glibc keeps freed memory ({settings})"
+    return f"warm allocator: glibc keeps freed memory ({settings}); OpenMP threads bound to cores ({threads})"
 
 
 def all_cores() -> dict[str, str]:
-    """OpenMP on every core: Snakemake sets OMP_NUM_THREADS to a job's `threads`, which can exceed
-    the machine's cores (--cores 4 on 2) or fall short of them (a 1-thread judge job)."""
-    return {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+    """OpenMP on every core, one thread bound to each: Snakemake sets OMP_NUM_THREADS to a job's
+    `threads`, which can exceed the machine's cores (--cores 4 on 2) or fall short of them (a
+    1-thread judge job); the binding (autoperfect.THREAD_BINDING) applies to every contender alike."""
+    return {"OMP_NUM_THREADS": str(os.cpu_count() or 1), **THREAD_BINDING}
 
 
 def condition_environment(condition: str) -> dict[str, str]:
@@ -221,9 +225,11 @@ def _tail(text: str | bytes | None) -> str:
 
 
 def probe(payload: dict) -> dict:
-    """A target that echoes its payload and the MALLOC_* settings it sees: checks a condition arrives."""
+    """A target that echoes its payload and the MALLOC_* and OMP_* settings it sees: checks a
+    condition arrives."""
     malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
-    return {"payload": payload, "malloc_env": malloc}
+    omp = {k: v for k, v in os.environ.items() if k.startswith("OMP_")}
+    return {"payload": payload, "malloc_env": malloc, "omp_env": omp}
 
 
 def _check_condition(condition: str) -> None:

@@ -1,11 +1,13 @@
 """The benchmark harness: interleaving, bootstrap statistics, allocator conditions in a child."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from autoperfect import bench
+from autoperfect import THREAD_BINDING, bench
 
 
 def _noisy(payload):
@@ -80,7 +82,28 @@ def test_run_condition_round_trips_and_sets_malloc_only_when_warm(monkeypatch):
     assert warm["malloc_env"] == bench.ALLOCATOR_CONDITIONS["warm"]
     assert default["malloc_env"] == {}
     assert warm["condition"].startswith("warm allocator") and "MALLOC_MMAP_THRESHOLD_" in warm["condition"]
-    assert default["condition"] == "default glibc allocator"
+    assert default["condition"].startswith("default glibc allocator")
+    for result in (warm, default):  # every contender of either condition: one bound thread per core
+        assert result["omp_env"] == {"OMP_NUM_THREADS": str(os.cpu_count()), **THREAD_BINDING}
+        assert "OMP_PROC_BIND=close" in result["condition"]
+
+
+@pytest.mark.parametrize("user, expected", [({}, "close"), ({"OMP_PROC_BIND": "spread"}, "spread")])
+def test_bind_threads_opt_in_keeps_the_users_settings(user, expected):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    code = "import os, autoperfect; print(os.environ.get('OMP_PROC_BIND'), os.environ.get('OMP_PLACES'))"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, **user, "AUTOPERFECT_BIND_THREADS": "1"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [expected, "cores"]
+
+
+def test_bind_threads_is_refused_once_openmp_has_loaded():
+    code = ("import ctypes, ctypes.util, os, autoperfect\n"
+            "ctypes.CDLL(ctypes.util.find_library('gomp'))\n"
+            "print(autoperfect.bind_threads(), os.environ.get('OMP_PROC_BIND'))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_") and k != "AUTOPERFECT_BIND_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "None"]
 
 
 def test_run_condition_keeps_stdout_for_the_reply():
