@@ -1,4 +1,5 @@
-"""The CPU's schedule knobs: compensated row sums, the softmax stash, streaming stores.
+"""The CPU's schedule knobs: compensated row sums, the softmax stash, streaming stores, SIMD width,
+split reductions and reciprocals of row divisors.
 
 Each knob must change how a kernel runs and nothing it computes beyond what the judge allows; the
 judge runs over every variant through tests/test_judge.py's config ops, these tests pin what each
@@ -8,6 +9,7 @@ knob is for: where it applies, that it applies, and its edge cases.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -97,10 +99,10 @@ def test_the_judge_passes_compensated_long_rows(tmp_path, monkeypatch):
                    "    return (x - m) * mx.rsqrt(mx.mean((x - m) ** 2, axis=-1, keepdims=True) + 1e-5)\n",
                    x={"shape": [3, 3 * cpu.COMPENSATE_FROM + 5], "dtype": "float32"})
     k = kernel_of(spec)
-    (schedule,) = cpu.schedules_for(k)
-    assert schedule.compensate == cpu.COMPENSATE_FROM
-    verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(), None)
-    assert verdict["passed"], verdict["reason"]
+    for schedule in cpu.schedules_for(k):
+        assert schedule.compensate == cpu.COMPENSATE_FROM
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(), None)
+        assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
 # -- the stash ---------------------------------------------------------------------------------------
@@ -140,10 +142,12 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
                    "    return mx.softmax(mx.where(m > 0, x, -1e9), axis=-1)\n",
                    x={"shape": [6, 257], "dtype": "float32"}, m={"shape": [6, 257], "dtype": "float32"})
     k = kernel_of(spec)
-    (stashed,) = [s for s in cpu.schedules_for(k) if s.stash]
-    verdict = judge_candidates(spec, "cpu", {k.name: library(k, stashed, tmp_path)}, Settings(),
-                               seed_for("stash-judge"))
-    assert verdict["passed"], verdict["reason"]
+    stashed = [s for s in cpu.schedules_for(k) if s.stash]
+    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16"]
+    for schedule in stashed:
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
+                                   seed_for("stash-judge"))
+        assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
 # -- streaming stores --------------------------------------------------------------------------------
@@ -152,7 +156,7 @@ def test_streaming_is_tried_on_plain_elementwise_kernels_only():
     chain = kernel_of(spec_of("chain", "def chain(a, b):\n    return a * b + a\n",
                               a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
     gelu = kernel_of(spec_of("g", "def g(x):\n    return x * mx.tanh(x)\n", x={"shape": [1000], "dtype": "float32"}))
-    assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM]
+    assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, 0]
     assert not any(s.stream for s in cpu.schedules_for(gelu))
     assert not any(s.stream for s in cpu.schedules_for(kernel_of(SOFTMAX)))
 
@@ -178,3 +182,58 @@ def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
             outs.append(backing)
         for want, got in zip(*outs):
             assert np.array_equal(want, got, equal_nan=True)
+
+
+# -- width, split reductions, reciprocals ------------------------------------------------------------
+
+SPLIT = Schedule("split", split=cpu.SPLIT)
+
+
+@pytest.mark.parametrize("n", [0, 1, cpu.SPLIT - 1, cpu.SPLIT, cpu.SPLIT + 1, 1000, 3 * cpu.COMPENSATE_FROM + 7])
+def test_split_sums_stay_within_the_plain_sums_error_bound(n, tmp_path):
+    """Partial results change the order of the adds, not the bound: both sums are within
+    n * u * sum|x| of float64 (rows shorter than one group take the plain loop alone)."""
+    x = np.random.default_rng(seed_for("split", str(n))).standard_normal((9, n)).astype(np.float32)
+    exact = x.astype(np.float64).sum(axis=1)
+    bound = max(n, 1) * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum(axis=1)
+    for schedule in (SPLIT, Schedule("split_compensated", split=cpu.SPLIT, compensate=cpu.COMPENSATE_FROM)):
+        got = row_sums(x, schedule, tmp_path).astype(np.float64)
+        assert np.all(np.abs(got - exact) <= bound), schedule.name
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_split_extrema_keep_nan_wherever_it_is(op, tmp_path):
+    """A NaN in any lane of any group, or in the remainder, makes the row's max (min) NaN; rows
+    without one get the true extremum."""
+    n = 3 * cpu.SPLIT + 5
+    k = kernel_of(spec_of("ext", f"def ext(x):\n    return mx.{op}(x, axis=-1)\n",
+                          x={"shape": [2, 8], "dtype": "float32"}))
+    x = np.random.default_rng(seed_for("split-nan", op)).standard_normal((n + 1, n)).astype(np.float32)
+    for row in range(n):
+        x[row, row] = np.nan
+    out = np.full(n + 1, 0.0, dtype=np.float32)
+    launch = Launch((n + 1, n), ((n, 1),), ((n + 1, n),), ((n + 1,),))
+    BE.Kernel(k, library(k, Schedule("s", split=cpu.SPLIT, lanes=16), tmp_path)).run_numpy([x, out], launch)
+    assert np.all(np.isnan(out[:n]))
+    assert out[n] == getattr(np, op)(x[n])
+
+
+def test_width_and_split_reach_the_source():
+    k = kernel_of(SOFTMAX)
+    (wide,) = [s for s in cpu.schedules_for(k) if s.name == "libmvec_stash_v16"]
+    source = BE.render(k, wide)
+    assert source.count("simdlen(16)") == source.count("#pragma omp simd")
+    assert re.search(rf"float p\d+\[{cpu.SPLIT}\]", source)
+
+
+def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
+    """softmax divides by its row sum (a reduction: not exact), so the reciprocal is taken once per
+    row; x / max(x) is made of exact operations only, and keeps its division bit for bit."""
+    fast = Schedule("r", reciprocal=True)
+    softmax = BE.render(kernel_of(SOFTMAX), replace(fast, vector_math=True))
+    assert re.search(r"const float q(\d+) = 1\.0f / r\1;", softmax)
+    assert not any(" / r" in body for body in loops(softmax))
+    exact = kernel_of(spec_of("scaled", "def scaled(x):\n    return x / mx.max(x, axis=-1, keepdims=True)\n",
+                              x={"shape": [4, 64], "dtype": "float32"}))
+    assert " q" not in BE.render(exact, fast)
+    assert BE.render(exact, fast) == BE.render(exact, Schedule("r"))

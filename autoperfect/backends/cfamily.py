@@ -13,13 +13,13 @@ are rounded after every op, as the reference does, so exact ops stay bit-exact.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import dtypes
 from ..interp import const_array
 from ..graph import Node, make_attrs
 from ..kernel_ir import Instr, KernelIR
-from ..ops import Op
+from ..ops import EXACT, Op
 from .schedule import plan, stash
 
 
@@ -78,6 +78,12 @@ COMPENSATED_BLOCK = 512
 PARALLEL_MIN = 1 << 15
 
 
+def exact(kernel: KernelIR) -> bool:
+    """Made only of exact operations: the judge then wants the step-by-step reference's bits, so no
+    rewrite may round differently."""
+    return all(i.op in EXACT or i.op in (Op.LOAD, Op.STORE) for i in kernel.body)
+
+
 def c_float(value: float) -> str:
     if value != value:
         return "NAN"
@@ -96,6 +102,9 @@ class Schedule:
     stash: bool = False       # row kernels: keep the last pass's costly per-element value (schedule.stash)
     stream: int = 0           # non-temporal stores once a call writes at least this many bytes (0: never)
     compensate: int = 0       # row sums of at least this many terms: blocks, totals added compensated
+    lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
+    split: int = 0            # reductions keep this many partial results (independent add chains) before combining
+    reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
 
 
 class CFamily:
@@ -191,6 +200,22 @@ class CRenderer(CFamily):
 
     def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
         super().__init__(kernel, schedule)
+        if schedule.lanes:
+            self.simd = f"{self.simd} simdlen({schedule.lanes})"
+        # per-row divisors of per-element divisions, each inverted once per row (Schedule.reciprocal)
+        self.inverted = frozenset(
+            i.srcs[1] for i in kernel.body if schedule.reciprocal and i.op is Op.DIV and i.space == "elem"
+            and kernel.body[i.srcs[1]].space == "row") if not exact(kernel) else frozenset()
+
+    def expr(self, ins: Instr) -> str:
+        if ins.op is Op.DIV and ins.srcs[1] in self.inverted:
+            return self.round(f"({self.name(ins.srcs[0])} * q{ins.srcs[1]})", ins.dtype)
+        return super().expr(ins)
+
+    def row_value(self, i: int, value: str, ctype: str | None = None) -> str:
+        """The declaration of per-row value `i`, and of its reciprocal where divisions use it."""
+        line = f"const {ctype or VALUE[self.k.body[i].dtype]} {self.name(i)} = {value};"
+        return line + (f" const float q{i} = 1.0f / {self.name(i)};" if i in self.inverted else "")
 
     def load(self, ins: Instr) -> str:
         a = ins.attr("arg")
@@ -208,6 +233,8 @@ class CRenderer(CFamily):
             value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"(_Float16){v}",
                      "bool": f"(uint8_t){v}"}.get(self.k.args[a].dtype, v)
             return f"out{a}[{'r * N + j' if ins.space == 'elem' else 'r'}] = {value};"
+        if ins.space == "row":
+            return self.row_value(i, self.expr(ins))
         return self.declare(i)
 
     # -- structure ----------------------------------------------------------------------------------
@@ -229,6 +256,8 @@ class CRenderer(CFamily):
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
              reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None) -> list[str]:
         """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash)."""
+        if reductions and self.s.split:
+            return self.split_loop(indent, body, lo, hi, reductions, lines_for)
         clauses = []
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
@@ -242,6 +271,38 @@ class CRenderer(CFamily):
         for r in reductions:
             _, _, stmt = REDUCTIONS[self.k.body[r].op]
             lines.append(f"{indent}  " + stmt.format(acc=f"a{r}", v=self.name(self.k.body[r].srcs[0]), nan=f"n{r}"))
+        lines.append(f"{indent}}}")
+        return lines
+
+    def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
+                   lines_for: dict[int, list[str]] | None) -> list[str]:
+        """A reducing loop with `split` partial results per reduction: whole groups of `split`
+        elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
+        adds (or maxes) of one group wait on none of the others'; the partial results are combined
+        in order, then the loop over the rest of the row goes on from them."""
+        w, inner = self.s.split, indent + "  "
+        ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
+        lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
+        for r, (ident, _, _) in ops.items():
+            lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
+            lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
+        lines += [f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{",
+                  f"{inner}  {self.simd}",
+                  f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
+                  f"{inner}    const int64_t j = jm + l;"]
+        for i in body:
+            lines += [f"{inner}    {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
+        for r, (_, _, stmt) in ops.items():
+            lines.append(f"{inner}    " + stmt.format(acc=f"p{r}[l]", v=self.name(self.k.body[r].srcs[0]),
+                                                      nan=f"m{r}[l]"))
+        lines += [f"{inner}  }}", f"{inner}}}"]
+        for r, (_, _, stmt) in ops.items():
+            combine = stmt.format(acc=f"a{r}", v=f"p{r}[l]", nan=f"n{r}")
+            if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+                combine += f" n{r} |= m{r}[l];"
+            lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ {combine} }}")
+        plain = replace(self.s, split=0)
+        lines += type(self)(self.k, plain).loop(inner, body, "jm", hi, reductions, lines_for)
         lines.append(f"{indent}}}")
         return lines
 
@@ -386,7 +447,7 @@ class CRenderer(CFamily):
             for r in rp.reduces:
                 op = self.k.body[r].op
                 value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"
-                lines.append(f"    const float r{r} = {self.round(value, self.k.body[r].dtype)};")
+                lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
         if st:
             read = f"const float {self.name(st.value)} = out{st.arg}[r * N + j];"

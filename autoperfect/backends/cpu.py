@@ -37,6 +37,10 @@ COMPENSATE_FROM = 4096
 # before its reader comes anyway, and skipping the read of each destination line saves bandwidth.
 STREAM_FROM = 16 << 20
 
+# Partial results per reduction in split loops: 32 floats, two AVX-512 or four AVX2 registers, enough
+# independent adds to cover the add's latency (one accumulator waits 4 cycles per vector).
+SPLIT = 32
+
 SCHEDULES = (Schedule("block16k", block=16384, compensate=COMPENSATE_FROM),
              Schedule("block64k", block=65536, compensate=COMPENSATE_FROM))
 MATH_SCHEDULES = (Schedule("libm", compensate=COMPENSATE_FROM),
@@ -57,16 +61,26 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     would recompute a libm call also tries keeping it from the last reducing pass (a stash).
     Streaming stores measured slower than plain ones in kernels with math or reductions on this
     machine (computing into a buffer first breaks the loop's overlap of loads and stores), so only
-    cheap elementwise kernels try them."""
+    cheap elementwise kernels try them. The fastest plain variant of each kind also has a `_v16`
+    twin (`wide`): AVX-512's 16 lanes, reductions in partial results, reciprocals of row divisors;
+    plain row kernels also try the last two at the compiler's width (`rows_split`)."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
-        found = MATH_SCHEDULES
+        found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         if kernel.kind == "row" and stash(kernel, plan(kernel)):
-            found += (replace(MATH_SCHEDULES[1], name="libmvec_stash", stash=True),)
+            stashed = replace(MATH_SCHEDULES[1], name="libmvec_stash", stash=True)
+            found += (stashed, wide(stashed))
         return found
     if kernel.kind == "elementwise":
         streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
-        return SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ())
-    return (Schedule("rows", compensate=COMPENSATE_FROM),)
+        return SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
+    rows = Schedule("rows", compensate=COMPENSATE_FROM)
+    return (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
+
+
+def wide(s: Schedule) -> Schedule:
+    """`s` with 16-lane SIMD loops (one AVX-512 register of floats; two AVX2 registers elsewhere),
+    reductions in SPLIT partial results and per-row divisors inverted once (Schedule.reciprocal)."""
+    return replace(s, name=f"{s.name}_v16", lanes=16, split=SPLIT, reciprocal=True)
 
 
 @lru_cache(maxsize=1)
