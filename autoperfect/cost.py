@@ -1,7 +1,8 @@
 """The cost model fusion reasons with: traffic, work and footprint of a region, from shapes alone.
 
 Deterministic on purpose (regions.json must be byte-identical run to run): the machine's measured
-ceilings are applied later, where a region is classified memory- or compute-bound (`classify`).
+ceilings are applied later, where an op's work (`kernel_work`) and traffic meet the roofline
+(`roofline.bound`) and the op is classified memory- or compute-bound.
 """
 
 from __future__ import annotations
@@ -86,12 +87,23 @@ def describe(p: Partition) -> dict:
     """The cost section of regions.json."""
     per_region = [{"region": r.index, **region_cost(p, r).to_json()} for r in p.regions if r.kind == "kernel"]
     return {"regions": per_region, "peak_live_bytes": peak_live_bytes(p),
-            "note": "flops weigh a transcendental as 12, a division or square root as 4; the machine's "
-                    "ridge point classifies each region in bench.json"}
+            "note": "flops weigh a transcendental as 12, a division or square root as 4; bench.json "
+                    "classifies the op against the measured ceilings, each function at its own rate"}
 
 
-def classify(intensity: float, roofline: dict) -> dict:
-    """Memory- or compute-bound against the measured ceilings (the ridge point, flops per byte)."""
-    ridge = roofline["fma_gflops"] / roofline["bandwidth_gbps"]
-    return {"intensity": round(intensity, 4), "ridge": round(ridge, 4),
-            "bound": "memory" if intensity < ridge else "compute"}
+def kernel_work(kernels) -> dict:
+    """What the kernels compute, counted from their KernelIR at their launch sizes: evaluations of
+    each approximated function (whose throughput the roofline measures one by one) and the other
+    arithmetic in flops. Each instruction counts once per element or row, however many passes
+    recompute it: the ideal work, as `bytes_moved` is the ideal traffic."""
+    functions: dict[str, int] = {}
+    flops = 0
+    for k in kernels:
+        elements = math.prod(k.launch.dims)
+        per_space = {"elem": elements, "row": elements // max(k.launch.dims[-1], 1)}
+        for ins in k.body:
+            if ins.op in ULP_BOUND:
+                functions[ins.op.value] = functions.get(ins.op.value, 0) + per_space[ins.space]
+            elif ins.op in ELEMENTWISE | REDUCE and ins.op is not Op.CAST:
+                flops += node_flops(ins.op) * per_space[ins.space]
+    return {"functions": functions, "flops": flops}

@@ -40,6 +40,7 @@ class Timing:
     speedup: dict[str, dict]
     condition: str
     bytes_moved: int
+    bound: dict | None = None     # bench.json's classification: the roofline's time and what binds
 
     @property
     def gbps(self) -> float:
@@ -117,9 +118,17 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       speedup={name: _checked(s, "median", "ci95")
                                for name, s in section.get("speedup", {}).items()},
                       condition=str(section.get("condition", "condition not recorded")),
-                      bytes_moved=int(measured["bytes_moved"]))
+                      bytes_moved=int(measured["bytes_moved"]), bound=_bound(measured.get("classification")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
+
+
+def _bound(classification: object) -> dict | None:
+    """The roofline's verdict if bench.json has one the report can print (older files have none)."""
+    if isinstance(classification, dict) and _is_number(classification.get("seconds")) \
+            and classification["seconds"] > 0 and isinstance(classification.get("bound"), str):
+        return classification
+    return None
 
 
 def _checked(stats: dict, median_key: str, ci_key: str) -> dict:
@@ -188,12 +197,17 @@ def _timing_cells(timing: Timing, baselines: list[str], ceiling: dict | None) ->
         cells.append(f"{100 * share:.0f}%")
     else:
         cells.append(NONE)
+    if timing.bound:
+        cells.append(f"{timing.bound['bound']}: {100 * timing.bound['seconds'] / timing.kernel['median_s']:.0f}%")
+    else:
+        cells.append(NONE)
     return cells
 
 
 def _table(rows: list[Row], condition: str, baselines: list[str], ceiling: dict | None) -> list[str]:
     header = ["op", "backend", "verdict", "kernel ms [95% CI]",
-              *(f"{name}: median ms, speedup [95% CI]" for name in baselines), "GB/s", "% of stream BW"]
+              *(f"{name}: median ms, speedup [95% CI]" for name in baselines), "GB/s", "% of stream BW",
+              "bound: % of roofline"]
     lines = [_table_row(header), _table_row(["---"] * len(header))]
     for row in rows:
         timing = row.timings.get(condition)
@@ -226,7 +240,15 @@ def _roofline_line(ceiling: dict | None, problem: str) -> str:
         return f"Roofline: {problem}; fractions of the roofline are not shown."
     return (f"Roofline (measured {ceiling.get('measured_at')}, {ceiling.get('threads')} threads, "
             f"{ceiling.get('compiler')}): stream copy {ceiling['copy_gbps']:.1f} GB/s, "
-            f"triad {ceiling['triad_gbps']:.1f} GB/s, FMA {ceiling['fma_gflops']:.0f} GFLOP/s.")
+            f"triad {ceiling['triad_gbps']:.1f} GB/s, FMA {ceiling['fma_gflops']:.0f} GFLOP/s"
+            f"{_function_rates(ceiling)}.")
+
+
+def _function_rates(ceiling: dict) -> str:
+    rates = ceiling.get("functions", {}).get("rates", {}) if isinstance(ceiling.get("functions"), dict) else {}
+    shown = [f"{name} {r['per_second'] / 1e9:.2g}" for name, r in sorted(rates.items())
+             if isinstance(r, dict) and _is_number(r.get("per_second"))]
+    return f"; functions (G evaluations/s, best schedule): {', '.join(shown)}" if shown else ""
 
 
 def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_links: dict[str, str]) -> str:
@@ -238,6 +260,9 @@ def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_lin
              "Times are medians over interleaved rounds after warm-up, including allocation and dispatch; "
              "a speedup is a baseline's median over the kernel's, with a paired bootstrap 95% interval. "
              "GB/s is the op's ideal traffic (`bytes_moved`) over the kernel's median. "
+             "The roofline's time is the longer of that traffic at the stream bandwidth and the op's "
+             "work at the measured ceilings (each approximated function at its own rate); the last "
+             "column names what binds and the roofline's time as a share of the kernel's. "
              "A kernel that failed validation has no timings.", ""]
     for condition, (_, title) in CONDITIONS.items():
         lines += [f"## {title}", "", _condition_sentence(rows, condition), "",

@@ -39,12 +39,17 @@ class Plan:
     stream_repeats: int
     fma_seconds: float
     fma_repeats: int
+    function_elements: int
+    function_repeats: int
 
 
 # Arrays of 128 MB and 256 MB, far beyond the caches; best of many repeats, because a shared VM's
 # bandwidth drifts by tens of percent from one moment to the next and the ceiling is the best moment.
-FULL = Plan(sizes=(32 << 20, 64 << 20), stream_repeats=20, fma_seconds=0.05, fma_repeats=7)
-QUICK = Plan(sizes=(16 << 20,), stream_repeats=3, fma_seconds=0.01, fma_repeats=2)
+# Function throughput over 2 MB in and 2 MB out: each core's share stays in its L2.
+FULL = Plan(sizes=(32 << 20, 64 << 20), stream_repeats=20, fma_seconds=0.05, fma_repeats=7,
+            function_elements=1 << 19, function_repeats=20)
+QUICK = Plan(sizes=(16 << 20,), stream_repeats=3, fma_seconds=0.01, fma_repeats=2,
+             function_elements=1 << 16, function_repeats=3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +215,38 @@ def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
     return {"fma_gflops": flops / best / 1e9, "threads": threads.value, "fma_vector_lanes": kernels.lanes}
 
 
+def measure_functions(elements: int, repeats: int) -> dict:
+    """Per approximated function, its throughput ceiling: the one-op kernel the cpu backend renders
+    for it (the judge's ULP probe kernel, `y = f(x)`), under each of its schedules, over all cores
+    and an array small enough to stay in L2, so the figure is the function's arithmetic and not
+    memory. The best schedule's rate is kept, in evaluations per second. Arguments are drawn from
+    the judge's probe domain clipped to [-8, 8]: the ordinary arguments of a fused op, not the slow
+    paths of huge ones."""
+    from .backends import cpu
+    from .judge import PROBE_DOMAIN, probe_kernel
+    from .ops import ULP_BOUND
+    from .spec import seed_for
+
+    rates = {}
+    for op in sorted(ULP_BOUND, key=lambda o: o.value):
+        k = probe_kernel(op, "float32", elements)
+        lo, hi = max(PROBE_DOMAIN[op][0], -8.0), min(PROBE_DOMAIN[op][1], 8.0)
+        rng = np.random.default_rng(seed_for("roofline", op.value))
+        buffers = [rng.uniform(lo, hi, elements).astype(np.float32) for _ in k.inputs]
+        buffers.append(np.zeros(elements, dtype=np.float32))
+        best = {}
+        for schedule in cpu.schedules_for(k):
+            build = cpu.build(cpu.render(k, schedule))
+            if not build.ok:
+                raise RuntimeError(f"the {op.value} throughput kernel did not build: {build.log[-500:]}")
+            kernel = cpu.Kernel(k, build.library, "ctypes")
+            seconds = _best_time(lambda: kernel.run_numpy(buffers, k.launch), repeats)
+            best[schedule.name] = elements / seconds
+        name = max(best, key=best.get)
+        rates[op.value] = {"per_second": best[name], "schedule": name}
+    return {"elements": elements, "rates": rates}
+
+
 def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     """The roofline record: best stream bandwidth over the sizes and the FMA peak, with provenance."""
     plan = QUICK if quick else FULL
@@ -223,6 +260,7 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
         "bandwidth_gbps": max(copy, triad),
         "by_size": by_size,
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
+        "functions": measure_functions(plan.function_elements, plan.function_repeats),
         "sizes": list(plan.sizes),
         "compiler": compiler_version(),
         "flags": list(FLAGS),
@@ -234,6 +272,21 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
 def fraction(bytes_moved: int, seconds: float, roofline: dict) -> float:
     """Achieved bandwidth over the measured stream bandwidth."""
     return (bytes_moved / seconds) / (roofline["bandwidth_gbps"] * 1e9)
+
+
+def bound(bytes_moved: int, work: dict, roofline: dict) -> dict:
+    """The roofline's time for an op: its ideal traffic at the stream bandwidth, or its work at the
+    measured ceilings (each approximated function's evaluations at that function's rate, other
+    arithmetic at the FMA peak), whichever takes longer: that one is what binds."""
+    memory_s = bytes_moved / (roofline["bandwidth_gbps"] * 1e9)
+    rates = roofline.get("functions", {}).get("rates", {})
+    by_function = {f: n / rates[f]["per_second"] for f, n in sorted(work["functions"].items()) if f in rates}
+    unmeasured = sorted(f for f in work["functions"] if f not in rates)
+    compute_s = sum(by_function.values()) + work["flops"] / (roofline["fma_gflops"] * 1e9)
+    limit = max(by_function, key=by_function.get) if by_function else "fma"
+    return {"memory_s": memory_s, "compute_s": compute_s, "seconds": max(memory_s, compute_s),
+            "bound": "memory" if memory_s >= compute_s else f"compute ({limit})",
+            "functions_s": by_function, **({"unmeasured": unmeasured} if unmeasured else {})}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -163,17 +163,19 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     warm = bench.run_condition("warm", "autoperfect.contenders:measure", {**payload, "scaling": True}, timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
-    fraction = roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling)
-    partition = front(spec).partition
-    flops = sum(cost.region_cost(partition, r).flops for r in partition.regions if r.kind == "kernel")
+    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling)
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
                                         "bytes_moved", "machine", "condition", "dispatch", "compile_s", "scaling")
                    if k in warm},
         "achieved_gbps": warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9,
-        "roofline_fraction": fraction, "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"],
-                                                    "measured_at": ceiling.get("measured_at")},
-        "classification": cost.classify(flops / warm["bytes_moved"], ceiling),
+        # the roofline's time over the kernel's: achieved bandwidth over the stream bandwidth for a
+        # memory-bound op, achieved work rate over the ceilings for a compute-bound one
+        "roofline_fraction": limit["seconds"] / warm["kernel"]["median_s"],
+        "bandwidth_fraction": roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling),
+        "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"], "fma_gflops": ceiling["fma_gflops"],
+                     "measured_at": ceiling.get("measured_at")},
+        "classification": limit,
         "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch")
                               if k in cold}})
 

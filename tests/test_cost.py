@@ -1,11 +1,14 @@
-"""The cost model: traffic, work, passes and peak live bytes from shapes; the footprint caps."""
+"""The cost model: traffic, work, passes and peak live bytes from shapes; the footprint caps; the
+roofline's bound from traffic and work."""
 
 from __future__ import annotations
 
 import mlx.core as mx
+import pytest
 
-from autoperfect import cost, fuse
+from autoperfect import cost, fuse, roofline
 from autoperfect.canon import canonicalize
+from autoperfect.kernel_ir import lower
 from autoperfect.trace import trace
 
 
@@ -36,10 +39,31 @@ def test_peak_live_bytes_frees_what_no_later_region_reads():
     assert size * 2 <= cost.peak_live_bytes(p) <= size * 3 + 32 * 4
 
 
-def test_classify_uses_the_ridge_point():
-    roof = {"fma_gflops": 500.0, "bandwidth_gbps": 50.0}
-    assert cost.classify(0.5, roof)["bound"] == "memory"
-    assert cost.classify(20.0, roof)["bound"] == "compute"
+def kernels(fn, shapes):
+    p = partition(fn, shapes)
+    return [lower(p, r) for r in p.regions if r.kind == "kernel"]
+
+
+def test_work_counts_each_function_once_per_element_and_row_math_once_per_row():
+    """softmax's exp runs in two passes without a stash, but the ideal work is one exp per element;
+    rsqrt of a row statistic is one per row."""
+    soft = cost.kernel_work(kernels(lambda x: mx.softmax(x, axis=-1), [(6, 300)]))
+    assert soft["functions"] == {"exp": 6 * 300}
+    rms = cost.kernel_work(kernels(lambda x: x * mx.rsqrt(mx.mean(x * x, -1, keepdims=True) + 1e-6), [(6, 300)]))
+    assert rms["functions"] == {"rsqrt": 6}
+    assert rms["flops"] >= 2 * 6 * 300   # a square and a multiply per element at least
+
+
+def test_the_roofline_binds_on_the_slower_of_traffic_and_work():
+    roof = {"bandwidth_gbps": 50.0, "fma_gflops": 500.0,
+            "functions": {"rates": {"exp": {"per_second": 1e9, "schedule": "s"}}}}
+    work = {"functions": {"exp": 10 ** 6}, "flops": 0}
+    slow = roofline.bound(8 * 10 ** 6, work, roof)            # 160 us of traffic, 1 ms of exps
+    assert slow["bound"] == "compute (exp)" and slow["seconds"] == pytest.approx(1e-3)
+    fast = roofline.bound(8 * 10 ** 6, {"functions": {}, "flops": 10 ** 6}, roof)
+    assert fast["bound"] == "memory" and fast["seconds"] == pytest.approx(8e6 / 50e9)
+    unmeasured = roofline.bound(8, {"functions": {"erf": 5}, "flops": 0}, roof)
+    assert unmeasured["unmeasured"] == ["erf"] and unmeasured["bound"] == "memory"
 
 
 def test_footprint_cap_splits_a_huge_chain():

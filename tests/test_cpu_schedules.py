@@ -224,6 +224,10 @@ def test_width_and_split_reach_the_source():
     source = BE.render(k, wide)
     assert source.count("simdlen(16)") == source.count("#pragma omp simd")
     assert re.search(rf"float p\d+\[{cpu.SPLIT}\]", source)
+    # the next row is fetched once per 16 floats by the last reducing pass (the exps), not the max's
+    max_pass, exp_pass = source.split("const float r1 =")
+    assert "__builtin_prefetch" not in max_pass
+    assert exp_pass.count("__builtin_prefetch(in0 + b0 + strides[0] + jm") == cpu.SPLIT // 16
 
 
 def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():

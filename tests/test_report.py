@@ -113,3 +113,21 @@ def test_an_empty_results_dir_still_gives_a_report_and_plots(tmp_path):
     assert "validation.json missing" in markdown and "roofline.json missing" in markdown
     assert (tmp_path / "results" / "plots" / "speedup.png").exists()
     assert (tmp_path / "results" / "plots" / "roofline.png").exists()
+
+
+def test_the_bound_column_names_what_binds_and_the_share_of_the_roofline(results):
+    """bench.json's classification: the roofline's time over the kernel's median, per condition."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.00485, "bound": "compute (exp)", "memory_s": 0.004, "compute_s": 0.00485}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()),
+        "functions": {"rates": {"exp": {"per_second": 7.04e9, "schedule": "libmvec_v16"}}}}))
+    warm, default = _rows_of(_build(results), "chain")
+    assert "compute (exp): 50%" in warm          # 4.85 ms of exps against the kernel's 9.7 ms
+    assert "compute (exp): 13%" in default       # and against 37.1 ms under glibc's defaults
+    assert "exp 7" in _build(results)
+
+
+def test_a_bench_json_without_a_classification_shows_no_bound(results):
+    assert all(line.rstrip().endswith(f"| {report.NONE} |") for line in _rows_of(_build(results), "chain"))

@@ -105,6 +105,7 @@ class Schedule:
     lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
     split: int = 0            # reductions keep this many partial results (independent add chains) before combining
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
+    prefetch: bool = False    # row kernels' last reducing pass (split) prefetches the next row's inputs
 
 
 class CFamily:
@@ -254,10 +255,12 @@ class CRenderer(CFamily):
         return lines
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
-             reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None) -> list[str]:
-        """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash)."""
+             reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None,
+             prefetch: bool = False) -> list[str]:
+        """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash); `prefetch`
+        asks a split loop to fetch the next row's inputs while it computes on this one's."""
         if reductions and self.s.split:
-            return self.split_loop(indent, body, lo, hi, reductions, lines_for)
+            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch)
         clauses = []
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
@@ -275,19 +278,25 @@ class CRenderer(CFamily):
         return lines
 
     def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
-                   lines_for: dict[int, list[str]] | None) -> list[str]:
+                   lines_for: dict[int, list[str]] | None, prefetch: bool = False) -> list[str]:
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
         adds (or maxes) of one group wait on none of the others'; the partial results are combined
-        in order, then the loop over the rest of the row goes on from them."""
+        in order, then the loop over the rest of the row goes on from them. With `prefetch`, each
+        group first asks for the same elements of the next row of every contiguous input (one
+        row stride on, one request per 64-byte line; a prefetch never faults, past the last row
+        included), so the memory streams while the pass computes."""
         w, inner = self.s.split, indent + "  "
         ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
         lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
         for r, (ident, _, _) in ops.items():
             lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
             lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
-        lines += [f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{",
-                  f"{inner}  {self.simd}",
+        lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
+        if prefetch and self.k.rank > 1:
+            lines += [f"{inner}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + jm + {q});"
+                      for a in self.streamed_inputs(body) for q in range(0, w, 16)]
+        lines += [f"{inner}  {self.simd}",
                   f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
                   f"{inner}    const int64_t j = jm + l;"]
         for i in body:
@@ -323,14 +332,21 @@ class CRenderer(CFamily):
         out.append("}")
         return "\n".join(out) + "\n"
 
-    def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None) -> list[str]:
+    def streamed_inputs(self, body: list[int]) -> list[int]:
+        """The contiguous per-element inputs `body` loads, in argument order."""
+        args = {self.k.body[i].attr("arg") for i in body if self.k.body[i].op is Op.LOAD}
+        return [a for a in sorted(args) if self.k.args[a].inner == "contiguous"]
+
+    def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None,
+                    prefetch: bool = False) -> list[str]:
         """One reducing pass over a row. With `compensate`, a row of at least that many terms is
         summed in blocks of `COMPENSATED_BLOCK` (each a plain SIMD sum) whose totals are added with
         Neumaier's compensation: the error stays that of one block's sum however long the row, for
         one extra add per block. Shorter rows are one block, bit for bit the plain sum."""
         sums = [r for r in rp.reduces if self.k.body[r].op is Op.SUM]
         if not (self.s.compensate and sums):
-            return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for)
+            return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for,
+                             prefetch=prefetch)
         inner = indent + "  "
         lines = [f"{indent}{{",
                  f"{inner}const int64_t B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N + (N == 0);"]
@@ -339,7 +355,7 @@ class CRenderer(CFamily):
         lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
         lines += [f"{inner}  a{r} = 0.0f;" for r in sums]
         lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
-                           lines_for=lines_for)
+                           lines_for=lines_for, prefetch=prefetch)
         for r in sums:
             lines += [f"{inner}  const float s{r} = t{r} + a{r};",
                       f"{inner}  k{r} += fabsf(t{r}) >= fabsf(a{r}) ? (t{r} - s{r}) + a{r} : (a{r} - s{r}) + t{r};",
@@ -443,7 +459,8 @@ class CRenderer(CFamily):
                 lines.append(f"    float a{r} = {ident};")
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                     lines.append(f"    int n{r} = 0;")
-            lines += self.reduce_loop("    ", rp, keep if rp is p.passes[-1] else None)
+            last = rp is p.passes[-1]
+            lines += self.reduce_loop("    ", rp, keep if last else None, self.s.prefetch and last)
             for r in rp.reduces:
                 op = self.k.body[r].op
                 value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"

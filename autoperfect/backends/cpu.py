@@ -62,8 +62,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     Streaming stores measured slower than plain ones in kernels with math or reductions on this
     machine (computing into a buffer first breaks the loop's overlap of loads and stores), so only
     cheap elementwise kernels try them. The fastest plain variant of each kind also has a `_v16`
-    twin (`wide`): AVX-512's 16 lanes, reductions in partial results, reciprocals of row divisors;
-    plain row kernels also try the last two at the compiler's width (`rows_split`)."""
+    twin (`wide`): AVX-512's 16 lanes, reductions in partial results, reciprocals of row divisors,
+    the next row prefetched; plain row kernels also try the split and the reciprocals at the
+    compiler's width (`rows_split`)."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         if kernel.kind == "row" and stash(kernel, plan(kernel)):
@@ -79,8 +80,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
 
 def wide(s: Schedule) -> Schedule:
     """`s` with 16-lane SIMD loops (one AVX-512 register of floats; two AVX2 registers elsewhere),
-    reductions in SPLIT partial results and per-row divisors inverted once (Schedule.reciprocal)."""
-    return replace(s, name=f"{s.name}_v16", lanes=16, split=SPLIT, reciprocal=True)
+    reductions in SPLIT partial results, per-row divisors inverted once (Schedule.reciprocal) and,
+    in row kernels, the next row prefetched by the last reducing pass."""
+    return replace(s, name=f"{s.name}_v16", lanes=16, split=SPLIT, reciprocal=True, prefetch=True)
 
 
 @lru_cache(maxsize=1)
