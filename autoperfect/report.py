@@ -240,8 +240,15 @@ def _roofline_line(ceiling: dict | None, problem: str) -> str:
         return f"Roofline: {problem}; fractions of the roofline are not shown."
     return (f"Roofline (measured {ceiling.get('measured_at')}, {ceiling.get('threads')} threads, "
             f"{ceiling.get('compiler')}): stream copy {ceiling['copy_gbps']:.1f} GB/s, "
-            f"triad {ceiling['triad_gbps']:.1f} GB/s, FMA {ceiling['fma_gflops']:.0f} GFLOP/s"
+            f"triad {ceiling['triad_gbps']:.1f} GB/s{_streaming(ceiling)}, FMA {ceiling['fma_gflops']:.0f} GFLOP/s"
             f"{_function_rates(ceiling)}.")
+
+
+def _streaming(ceiling: dict) -> str:
+    if not all(_is_number(ceiling.get(k)) for k in ("copy_nt_gbps", "triad_nt_gbps")):
+        return ""
+    return (f" (with streaming stores: copy {ceiling['copy_nt_gbps']:.1f}, triad {ceiling['triad_nt_gbps']:.1f}; "
+            f"the stream bandwidth is the best, {ceiling['bandwidth_gbps']:.1f} GB/s)")
 
 
 def _function_rates(ceiling: dict) -> str:

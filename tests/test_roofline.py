@@ -6,6 +6,7 @@ import os
 import pytest
 
 from autoperfect import roofline
+from autoperfect.ops import ULP_BOUND
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +22,7 @@ def measured(cache_dir):
 def test_emitted_kernels_are_parallel_loops():
     for source in (roofline.copy_source(), roofline.triad_source()):
         assert "#pragma omp parallel for" in source
+    assert roofline.streaming_source().count("#pragma omp for schedule(static)") == 2
     assert "#define CHAINS 16" in roofline.fma_source()
 
 
@@ -32,9 +34,12 @@ def test_build_compiles_once_per_source(cache_dir):
 
 
 def test_quick_measure_returns_positive_ceilings(measured):
-    for key in ("copy_gbps", "triad_gbps", "bandwidth_gbps", "fma_gflops"):
+    kinds = ("copy_gbps", "triad_gbps", "copy_nt_gbps", "triad_nt_gbps")
+    for key in (*kinds, "bandwidth_gbps", "fma_gflops"):
         assert measured[key] > 0
-    assert measured["bandwidth_gbps"] == max(measured["copy_gbps"], measured["triad_gbps"])
+    assert measured["bandwidth_gbps"] == max(measured[k] for k in kinds)
+    assert set(measured["functions"]["rates"]) == {op.value for op in ULP_BOUND}
+    assert all(r["per_second"] > 0 for r in measured["functions"]["rates"].values())
     assert measured["sizes"] == [16 << 20]
     assert measured["threads"] >= 1
     assert measured["flags"] == roofline.FLAGS
