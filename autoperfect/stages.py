@@ -209,7 +209,7 @@ def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: 
 
 
 def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, settings: dict, cache_dir: str,
-                  out: str) -> None:
+                  out: str, jobs: int = 1) -> None:
     """Plant every bug class into each verified kernel and record which mutants the judge and a
     KernelBench-style allclose check reject (autoperfect.mutants). The mutated source is a verified
     rendering of the compiler's (the bugs are keyed on its spellings), read beside its library."""
@@ -237,7 +237,9 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
         ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
         chosen[k.name] = (ours or verified)[0]
     libraries = {n: validation["verified"][n][v] for n, v in chosen.items()}
-    sources = {n: Path(lib).with_suffix(".c").read_text() for n, lib in libraries.items()}
+    # a GPU backend's "library" is its checked source; the CPU's is a shared object beside its .c
+    sources = {n: (Path(lib) if backend in ("cuda", "metal") else Path(lib).with_suffix(".c")).read_text()
+               for n, lib in libraries.items()}
     result = mutants.evaluate(spec, backend, kernels, sources, libraries, Settings(**settings),
-                              Path(cache_dir))
+                              Path(cache_dir), jobs)
     artifacts.write_json(out, {**head, **result, "variants": chosen})
