@@ -80,10 +80,10 @@ def prepare(spec: OpSpec, where: Path) -> None:
                          where / "cuda" / "compile.json")
 
 
-def validate_op(spec: OpSpec, where: Path, judge: dict) -> None:
+def validate_op(spec: OpSpec, where: Path, judge: dict, jobs: int = 3) -> None:
     small = validation_spec(spec)
     stages.validate(json.dumps(small.to_json()), where / "kernels.json", where / "cuda" / "compile.json",
-                    judge, where / "cuda" / "validation.json")
+                    judge, where / "cuda" / "validation.json", jobs=jobs)
 
 
 # -- the benchmark ---------------------------------------------------------------------------------
@@ -550,6 +550,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="prepare: the stages and the judge; bench: the roofline and the benchmarks; "
                              "mutants: the judge's planted bugs; all: the three in turn")
     parser.add_argument("--mutant-jobs", type=int, default=2, help="mutants judged at once, per op")
+    parser.add_argument("--jobs", type=int, default=3, help="candidates judged at once, per op")
     parser.add_argument("--deadline", type=float, help="seconds after which per-op children are ended")
     parser.add_argument("--prepare", metavar="OP", help=argparse.SUPPRESS)  # one op's stages (a child)
     parser.add_argument("--mutate", metavar="OP", help=argparse.SUPPRESS)  # one op's mutants (a child)
@@ -567,7 +568,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.prepare:
         where = out / args.prepare
         prepare(specs[args.prepare], where)
-        validate_op(specs[args.prepare], where, config["judge"])
+        validate_op(specs[args.prepare], where, config["judge"], args.jobs)
         return
     if args.mutate:
         mutate(specs[args.mutate], out / args.mutate, config["judge"], args.mutant_jobs)
@@ -575,7 +576,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     if args.phase in ("all", "prepare"):
-        _children(args, ops, "--prepare", start, "stages and judge")
+        _children(args, ops, "--prepare", start, "stages and judge", ["--jobs", str(args.jobs)])
     if args.phase in ("all", "bench"):
         ceiling = measure_roofline(args.quick)
         artifacts.write_json(out / "roofline.json", ceiling)
