@@ -80,6 +80,33 @@ def prepare(spec: OpSpec, where: Path) -> None:
                          where / "cuda" / "compile.json")
 
 
+def reuse_verified(where: Path) -> dict:
+    """Point `where/cuda/validation.json`'s verified libraries at the op's candidate sources beside
+    it (the results of an earlier GPU run, carried to a fresh machine, whose build cache is gone),
+    keeping a variant only if the backend still offers its schedule and its source is, byte for
+    byte, what the renderer writes now: so the benchmarked source is the judged one. Returns
+    {kernel: [kept variants]}; the file records what was reused and what was dropped."""
+    path = where / "cuda" / "validation.json"
+    validation = artifacts.read_json(path)
+    if not validation.get("passed"):
+        return {}
+    kept, dropped = {}, {}
+    for k in stages.load_kernels(where / "kernels.json"):
+        schedules = {s.name: s for s in cuda.schedules_for(k)}
+        kept[k.name] = {}
+        for v in sorted(validation["verified"][k.name]):
+            source = where / "cuda" / "candidates" / f"{k.name}.{v}.c"
+            if v in schedules and source.exists() and source.read_text() == cuda.render(k, schedules[v]):
+                kept[k.name][v] = str(source.resolve())
+            else:
+                dropped.setdefault(k.name, []).append(v)
+    if not all(kept.values()):
+        raise RuntimeError(f"{where}: no verified source left to reuse for {[n for n, v in kept.items() if not v]}")
+    artifacts.write_json(path, {**validation, "verified": kept,
+                                "reused": {"from": "an earlier run's verdicts on these sources", "dropped": dropped}})
+    return {n: sorted(v) for n, v in kept.items()}
+
+
 def validate_op(spec: OpSpec, where: Path, judge: dict, jobs: int = 3) -> None:
     small = validation_spec(spec)
     stages.validate(json.dumps(small.to_json()), where / "kernels.json", where / "cuda" / "compile.json",
@@ -162,7 +189,15 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
 
     seed = seed_for(spec.name, "bench-order")
     f = front(spec)
-    xs, arrays = contenders.inputs_for(spec)
+    xs, host_arrays = contenders.inputs_for(spec)
+    # MLX's CUDA build puts an array made from host data (mx.array(numpy)) in managed memory, and
+    # an array a GPU op computed in device memory, as a model's activations are: the contenders
+    # read inputs computed on the GPU (-(-x): the same values, bit for bit), as torch's do
+    arrays = [mx.negative(mx.negative(a)) if a.dtype in (mx.float32, mx.float16, mx.bfloat16) else a
+              for a in host_arrays]
+    mx.eval(*arrays)
+    offered = {k.name: {s.name for s in cuda.schedules_for(k)} for k in f.kernels if k}
+    variants = {n: {v: lib for v, lib in libs.items() if v in offered[n]} or libs for n, libs in variants.items()}
     choice = choose_variants(f, variants, arrays, seed)
     loaded = {k.name: cuda.Kernel(k, variants[k.name][choice[k.name]["chosen"]]) for k in f.kernels if k}
     fn = spec.function()
@@ -179,6 +214,8 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
         raise RuntimeError(f"{spec.name}: the kernel disagrees with MLX eager at the benchmark's shapes")
     torch_calls, compile_s = _torch_calls(f, xs, checks, ref)
     baselines = {**{n: c for n, c in calls.items() if checks.get(n, True)}, **torch_calls}
+    del ref
+    mx.clear_cache()  # the checks' host copies leave no buffers behind for the timed calls to reuse
     runs = {}
     for size in (1, burst):  # one call per sample (the contract's figures), then bursts ("steady")
         stats, speedup = {}, {}
@@ -196,7 +233,23 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
              for name, call in {"kernel": kernel, **baselines}.items()}
     return {**runs[1], "steady": {**runs[burst], "burst": burst}, "alone": alone, "variants": choice,
             "baseline_checks": checks, "compile_s": compile_s, "bytes_moved": contenders.ideal_bytes(f),
-            "machine": machine(), "probe": probe(kernel, baselines, seed) if spec.name in PROBE_OPS else None}
+            "machine": machine(), "probe": probe(kernel, baselines, seed) if spec.name in PROBE_OPS else None,
+            "placement": placement(f, loaded, fn, fast, host_arrays, arrays, seed)}
+
+
+def placement(f, loaded, fn, fast, host_arrays, device_arrays, seed: int) -> dict:
+    """The kernel, mx.compile and mx.fast on inputs made from host data (managed memory) against
+    the same inputs computed on the GPU (device memory), interleaved: medians in seconds."""
+    import mlx.core as mx
+
+    calls = {}
+    for where, xs in (("host", host_arrays), ("device", device_arrays)):
+        calls[f"kernel_{where}"] = contenders.evaluated(program(f, loaded), xs)
+        calls[f"mlx_compile_{where}"] = contenders.evaluated(mx.compile(fn), xs)
+        if fast is not None:
+            calls[f"mlx_fast_{where}"] = contenders.evaluated(fast, xs)
+    samples = time_bursts(calls, 3, 20, 1, seed)
+    return {name: float(np.median(t)) for name, t in samples.items()}
 
 
 PROBE_OPS = ("layernorm", "chain")
@@ -552,6 +605,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mutant-jobs", type=int, default=2, help="mutants judged at once, per op")
     parser.add_argument("--jobs", type=int, default=3, help="candidates judged at once, per op")
     parser.add_argument("--deadline", type=float, help="seconds after which per-op children are ended")
+    parser.add_argument("--reuse", action="store_true", help="bench the verified sources an earlier run left "
+                                                             "in OUT (reuse_verified) instead of judging again")
     parser.add_argument("--prepare", metavar="OP", help=argparse.SUPPRESS)  # one op's stages (a child)
     parser.add_argument("--mutate", metavar="OP", help=argparse.SUPPRESS)  # one op's mutants (a child)
     parser.add_argument("--quick", action="store_true", help="smaller roofline arrays")
@@ -577,6 +632,9 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.phase in ("all", "prepare"):
         _children(args, ops, "--prepare", start, "stages and judge", ["--jobs", str(args.jobs)])
+    if args.reuse:
+        for op in ops:
+            print(f"{op}: reusing the verified sources {reuse_verified(out / op)}", flush=True)
     if args.phase in ("all", "bench"):
         ceiling = measure_roofline(args.quick)
         artifacts.write_json(out / "roofline.json", ceiling)

@@ -11,7 +11,7 @@
 set -uo pipefail
 phase=${1:-run}
 R=${AP_RESULTS:-/tmp/h200}
-if [ "$phase" = run ]; then
+if [ "$phase" = run ]; then  # (rerun installs too, below)
   (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -41,5 +41,16 @@ case "$phase" in
     $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase mutants --mutant-jobs "${AP_MUTANT_JOBS:-3}" \
       --deadline "${AP_MUTANTS_S:-300}" 2>&1 | tee "$OUT/mutants.log"
     pack ;;
-  *) echo "usage: device_run.sh run|mutants" >&2; exit 2 ;;
+  rerun)  # a fresh machine: bench again the sources the judge verified in an earlier run (AP_PREVIOUS)
+    (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+      --format=csv | tee "$OUT/gpu.csv"
+    rm -rf "$R" && cp -r "${AP_PREVIOUS:-prev_h200}" "$R" && rm -f "$R"/*/cuda/bench.json "$R"/*/cuda/mutants.json \
+      "$R"/summary.json "$R"/roofline.json
+    timeout "${AP_BENCH_S:-270}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench --reuse \
+      ${AP_OPS:+--ops "$AP_OPS"} 2>&1 | tee "$OUT/run.log"
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+      | tee -a "$OUT/gpu.csv"
+    pack ;;
+  *) echo "usage: device_run.sh run|mutants|rerun" >&2; exit 2 ;;
 esac

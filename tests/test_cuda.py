@@ -5,6 +5,7 @@ fences) catches unwritten and out-of-bounds elements. Tests that need a GPU skip
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import tempfile
@@ -222,8 +223,12 @@ def test_emulated_row_schedules_pass_the_judge(schedule, workdir):
         assert verdict["passed"], verdict["reason"]
 
 
+STREAMING_ROWS = tuple(dataclasses.replace(s, name=s.name + "_cs", stream=True) for s in cuda.row_schedules(4096)
+                       if s.cache > 8)
+
+
 @pytest.mark.parametrize("schedule", [s for s in cuda.row_schedules(4096) if s.cache > 8]
-                         + [s for s in cuda.ELEMENTWISE if s.stream], ids=lambda s: s.name)
+                         + list(STREAMING_ROWS) + list(cuda.STREAMING), ids=lambda s: s.name)
 def test_emulated_whole_row_and_streaming_schedules_pass_the_judge(schedule, workdir):
     """Rows of 4096 held in registers by two warps or one (vector path, every pass from the
     register cache), and the streaming variants, elementwise and row."""
@@ -239,7 +244,7 @@ def test_streaming_hints_go_where_data_is_touched_once():
     its first read, CACHE being true), a row's weights (read by every row) the plain one; every
     vector store is a streaming store. Without `stream` the spelling is the plain one throughout."""
     (k,) = kernels(SPECS["layernorm"])
-    whole = next(s for s in cuda.row_schedules(4096) if s.stream and s.cache == 16)
+    whole = next(s for s in STREAMING_ROWS if s.cache == 16)
     body = cuda.CudaRenderer.parse(cuda.render(k, whole))[2]
     x, w = k.body[0].id, next(i.id for i in k.body if i.op.value == "load" and i.attr("arg") == 1)
     assert f"L{x} = ap_load<W, CACHE>(in0 + b0 + j, true);" in body
