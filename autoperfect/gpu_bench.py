@@ -3,11 +3,13 @@ against MLX (eager, `mx.compile`, `mx.fast`) and torch (eager, `torch.compile`),
 roofline measured with kernels the renderer emits, called through the same `mx.fast.cuda_kernel`
 path as the op kernels.
 
-    python -m autoperfect.gpu_bench configs/h200.yaml results/h200
+    python -m autoperfect.gpu_bench configs/h200.yaml results/h200 [--phase prepare|bench|mutants]
 
-It calls the stage functions Snakemake's rules call (the lent GPU machine has no Snakemake and no
-package registry), one op's stages per child process, all ops at once, then the benchmarks one
-after another, alone on the GPU. Artifacts land as `OUT/{op}/cuda/*.json`, `OUT/roofline.json`, and
+Phases: `prepare` (the stages and the judge), `bench` (the roofline and the benchmarks, with
+`--reuse` on the verified sources an earlier run left in OUT), `mutants` (the judge's planted bugs,
+judged on the GPU); `all` runs the three. It calls the stage functions Snakemake's rules call
+(the lent GPU machine has no Snakemake and no package registry), one op's stages per child
+process, all ops at once, then the benchmarks one after another, alone on the GPU. Artifacts land as `OUT/{op}/cuda/*.json`, `OUT/roofline.json`, and
 `OUT/summary.json`.
 
 The judge runs at smaller shapes than the benchmark (`validation_spec`: the same last axis, fewer
@@ -182,9 +184,11 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
             burst: int = 4) -> dict:
     """contenders.measure for the GPU, with torch on the GPU. The kernel is timed in two interleaved
     runs, one with the MLX contenders and one with torch's (a speedup pairs the kernel with a
-    baseline of its own run), then every contender alone, back to back (on the H200 a kernel ran
-    ~0.1 ms faster so than interleaved with other work: both are reported). Every contender is
-    checked against MLX eager first (the float64 answer key is the judge's, at smaller sizes)."""
+    baseline of its own run), once with one call per sample and once with bursts of `burst` calls
+    (`steady`), then every contender alone, back to back. On the H200 the first call after other
+    work paid 0.03-0.17 ms that the next calls did not (`probe`): all three are reported. Every
+    contender is checked against MLX eager first (the float64 answer key is the judge's, at
+    smaller sizes)."""
     import mlx.core as mx
 
     seed = seed_for(spec.name, "bench-order")
