@@ -1,10 +1,13 @@
 """Mutation testing of the judge: plant known bugs into a verified kernel and check each is rejected.
 
 Every class below is a bug a generator really writes. Each is planted into the verified candidate's
-rendered C as a text rewrite keyed on the renderer's own spellings: the KernelIR chooses the site
+rendered source as a text rewrite keyed on the renderer's own spellings: the KernelIR chooses the site
 (which input varies along rows, which constant is an epsilon, which instruction feeds the store)
-and `CRenderer.assign` spells the statement before and after, so a mutant differs from the verified
-source in the statements of one bug. Rendering a mutated KernelIR could not plant most classes (a
+and the renderer spells the statement before and after (`CRenderer.assign` for the CPU's C,
+`SimtRenderer.declare` and its load and store spellings for CUDA), so a mutant differs from the
+verified source in the statements of one bug. On the GPU the loop-shaped classes are planted in the
+SIMT structure: the bounds test of the grid-stride loop or of a row's last pass, the `live` test of a
+row's threads, and the race is a barrier of the block-wide reduction taken out. Rendering a mutated KernelIR could not plant most classes (a
 skipped tail, a race or an uninitialized accumulator live below KernelIR), and a renderer hook would
 put bug-planting code into the renderer. A class that does not apply to a kernel says why; a
 rewrite whose spelling is missing says so too (the renderer changed, and the tests notice).
@@ -28,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from . import backends, dtypes, interp, static
-from .backends.cfamily import CRenderer
+from .backends.cfamily import CRenderer, GpuSchedule, SimtRenderer
 from .graph import make_attrs
 from .judge import Settings, draw, run_child, run_isolated
 from .kernel_ir import Instr, KernelIR
@@ -36,7 +39,7 @@ from .ops import EXACT, REDUCE, Op
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
 
-BACKENDS = ("cpu",)  # whose renderer's spellings the rewrites know (CRenderer)
+BACKENDS = ("cpu", "cuda")  # whose renderers' spellings the rewrites know (CRenderer, CudaRenderer)
 ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 LOOP = re.compile(r"for \(int64_t j = \w+; j < (\w+); j\+\+\)")
 PARALLEL = "#pragma omp parallel for"
@@ -66,8 +69,13 @@ class Skip(Exception):
 class Site:
     """A kernel, its verified source, and the renderer's spelling of each of its statements."""
 
+    simt = False
+
     def __init__(self, k: KernelIR, source: str):
-        self.k, self.source, self.r = k, source, CRenderer(k)
+        self.k, self.source, self.r = k, source, self.renderer(k)
+
+    def renderer(self, k: KernelIR):
+        return CRenderer(k)
 
     def line(self, i: int) -> str:
         return self.r.assign(i)
@@ -75,21 +83,23 @@ class Site:
     def line_as(self, ins: Instr) -> str:
         """The statement instruction `ins.id` would render to if it were `ins`."""
         body = tuple(ins if b.id == ins.id else b for b in self.k.body)
-        return CRenderer(dataclasses.replace(self.k, body=body)).assign(ins.id)
+        return type(self)(dataclasses.replace(self.k, body=body), self.source).line(ins.id)
 
-    def swap(self, old: str, new: str) -> str:
-        """Every occurrence of `old` (a row kernel recomputes a statement in each pass) becomes `new`."""
-        if old not in self.source:
+    def swap(self, old: str, new: str, source: str | None = None) -> str:
+        """Every occurrence of `old` (a row kernel recomputes a statement in each pass) becomes `new`
+        (in `source`, if given: a rewrite made of several swaps)."""
+        source = self.source if source is None else source
+        if old not in source:
             raise Skip(f"the renderer's spelling {old.strip()!r} is not in the source")
-        return self.source.replace(old, new)
+        return source.replace(old, new)
 
-    def last_loop(self, condition: Callable[[str], str]) -> str:
-        """The source with the last element loop's condition `j < bound` made `condition(bound)`."""
+    def last_loop(self, condition: Callable[[str, str], str]) -> str:
+        """The source with the last element loop's condition `j < bound` made `condition(j, bound)`."""
         loops = list(LOOP.finditer(self.source))
         if not loops:
             raise Skip("the renderer's element loop is not in the source")
         m = loops[-1]
-        loop = m.group().replace(f"j < {m.group(1)}", condition(m.group(1)))
+        loop = m.group().replace(f"j < {m.group(1)}", condition("j", m.group(1)))
         return self.source[:m.start()] + loop + self.source[m.end():]
 
     def first(self, ops, distinct: bool = False) -> Instr:
@@ -99,15 +109,68 @@ class Site:
         raise Skip(f"no {'/'.join(op.value for op in ops)} instruction")
 
 
+class SimtSite(Site):
+    """The same for a SIMT source (CUDA; the structure of `SimtRenderer`): statements are spelled by
+    `declare`, loads and stores by the renderer's vector spellings. `last_loop` rewrites the bounds
+    test of the last element loop: every step of the grid-stride loop (`t < VECTORS`) in an
+    elementwise kernel, the final pass's `j < N` in a row kernel (every pass's, where the kernel has
+    no final pass: it stores only row values)."""
+
+    simt = True
+    renderer_class: type[SimtRenderer] = SimtRenderer
+
+    def renderer(self, k: KernelIR):
+        return self.renderer_class(k, GpuSchedule())
+
+    def line(self, i: int) -> str:
+        ins = self.k.body[i]
+        if ins.op is Op.STORE:
+            return self.store_line(ins)
+        return self.r.declare(i)
+
+    def store_line(self, ins: Instr) -> str:
+        if ins.space == "row":
+            return self.r.row_store(ins.id)
+        dtype = self.k.args[ins.attr("arg")].dtype
+        return f"O{ins.id}.v[u] = {self.r.to_storage.get(dtype, '{}').format(self.r.name(ins.srcs[0]))};"
+
+    def last_loop(self, condition: Callable[[str, str], str]) -> str:
+        if self.k.kind == "elementwise":  # the loop over a thread's steps, and each step's test
+            swapped = self.swap("t0 < VECTORS;", f"{condition('t0', 'VECTORS')};")
+            return self.swap("if (t < VECTORS) {", f"if ({condition('t', 'VECTORS')}) {{", swapped)
+        if self.r.plan.final_elem:
+            return self.swap("if (live && j < N) {", f"if (live && {condition('j', 'N')}) {{")
+        return self.swap("if (j < N) {", f"if ({condition('j', 'N')}) {{")  # a row kernel of sums only
+
+    def fetch_lines(self, i: int, a: int) -> list[str]:
+        """The renderer's vector-load statements of instruction `i` from input `a` (both alignment
+        paths)."""
+        slot = "[q]" if self.k.kind == "elementwise" else ""
+        return [self.r.vector_load.format(name=f"L{i}{slot}", ptr=f"in{a} + b{a} + j", aligned=al)
+                for al in ("true", "false")]
+
+
+def site_for(backend: str, k: KernelIR, source: str) -> Site:
+    if backend == "cpu":
+        return Site(k, source)
+    if backend == "cuda":
+        from .backends.cuda import CudaRenderer
+
+        class CudaSite(SimtSite):
+            renderer_class = CudaRenderer
+        return CudaSite(k, source)
+    raise ValueError(f"bugs are planted in the spellings of {', '.join(BACKENDS)} sources, not {backend}'s")
+
+
 # -- the bug classes ---------------------------------------------------------------------------------
 
 
 def off_by_one(s: Site) -> str:
-    return s.last_loop(lambda bound: f"j <= {bound}")
+    return s.last_loop(lambda i, bound: f"{i} <= {bound}")
 
 
 def skipped_tail(s: Site) -> str:
-    return s.last_loop(lambda bound: f"j < ({bound} & ~(int64_t)7)")
+    return s.last_loop(lambda i, bound: f"{i} < ({bound} & ~(int64_t)7)")
 
 
 def _row_term(s: Site) -> tuple[str, int, int]:
@@ -118,18 +181,18 @@ def _row_term(s: Site) -> tuple[str, int, int]:
     d = k.rank - 2
     for a, strides in enumerate(k.launch.strides):
         if strides[d] != 0:
-            return f"c{d} * strides[{a * k.rank + d}]", a, d
+            return f"c{d} * {s.r.stride(a, d)}", a, d
     raise Skip("every input is broadcast along the rows")
 
 
 def wrong_row(s: Site) -> str:
     term, a, d = _row_term(s)
-    return s.swap(term, f"((c{d} + 1) % dims[{d}]) * strides[{a * s.k.rank + d}]")
+    return s.swap(term, f"((c{d} + 1) % {s.r.dim(d)}) * {s.r.stride(a, d)}")
 
 
 def wrong_stride(s: Site) -> str:
     term, a, d = _row_term(s)
-    return s.swap(term, f"c{d} * strides[{a * s.k.rank + d + 1}]")
+    return s.swap(term, f"c{d} * {s.r.stride(a, d + 1)}")
 
 
 def _const(ins: Instr) -> float | None:
@@ -192,7 +255,8 @@ def precision_downcast(s: Site) -> str:
     if dtype != "float32":
         raise Skip(f"a {dtype} output: the next narrower type's rounding is within the op's own error bound")
     old = s.line(store.id)
-    return s.swap(old, old.replace(f"= {v};", f"= (float)(_Float16){v};"))
+    narrow = f"ap_round_f16({v})" if s.simt else f"(float)(_Float16){v}"
+    return s.swap(old, old.replace(f"= {v};", f"= {narrow};"))
 
 
 def uninitialized_accumulator(s: Site) -> str:
@@ -213,6 +277,12 @@ def wrong_broadcast(s: Site) -> str:
             a = ins.attr("arg")
             inner, strides = s.k.args[a].inner, s.k.launch.strides[a]
             old = s.r.load(ins)
+            if s.simt:  # a vector's lane u is column j + u
+                if inner == "contiguous" and 0 in strides[:-1]:
+                    return s.swap(old, f"ap_from(in{a}[b{a}])")
+                if inner == "broadcast":
+                    return s.swap(old, old.replace(f"b{a}]", f"b{a} + j + u]"))
+                continue
             if inner == "contiguous" and 0 in strides[:-1]:
                 return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]"))
             if inner == "broadcast":
@@ -224,7 +294,12 @@ def race(s: Site) -> str:
     """A loop variable declared outside the parallel loop, so all threads share it: the row index
     (rank >= 2) or, in a rank-1 kernel, the element index (without its simd pragma, which would
     privatize it). `volatile` keeps the compiler from caching it: a race is undefined behaviour that
-    an optimizer may otherwise make harmless."""
+    an optimizer may otherwise make harmless.
+
+    On a GPU: the barrier between the warps' writes of their partial sums to shared memory and
+    the reads of them is gone (a row reduced by a block of several warps)."""
+    if s.simt:
+        return _simt_race(s)
     at = s.source.find(PARALLEL)
     if at < 0:
         raise Skip("the kernel has no parallel loop")
@@ -247,9 +322,27 @@ def race(s: Site) -> str:
     return f"{head}volatile int64_t {shared};\n{indent}{tail}"
 
 
+def _simt_race(s: SimtSite) -> str:
+    if s.k.kind == "elementwise":
+        raise Skip("the threads of an elementwise kernel share nothing")
+    meta = s.r.parse(s.source)[0]
+    if meta["rows_per_block"] != 1 or meta["block"] <= 32:
+        raise Skip(f"schedule {meta['schedule']}: a row is reduced within one warp, by shuffles alone "
+                   "(no shared memory, no barrier)")
+    barrier = getattr(s.r, "barrier", "")
+    if not barrier or barrier not in s.source:
+        raise Skip("the renderer's barrier is not in the source")
+    return s.source.replace(barrier, "/* barrier removed */", 1)
+
+
 def partial_write(s: Site) -> str:
     """The parallel loop stops one iteration early: the last row or block (the last thread's
-    share) is never written."""
+    share) is never written. On a GPU: the grid-stride loop skips its last vector, or a row
+    kernel's last row counts as a spare row."""
+    if s.simt:
+        if s.k.kind == "elementwise":
+            return s.swap("t0 < VECTORS;", "t0 < VECTORS - 1;")
+        return s.swap("const bool live = rr < R;", "const bool live = rr < R - 1;")
     m = re.search(r"for \(int64_t (t|r) = 0; \1 < (R \* nb|R); \1\+\+\)", s.source)
     if m is None:
         raise Skip("the renderer's parallel loop is not in the source")
@@ -266,6 +359,15 @@ def wrong_input(s: Site) -> str:
         a = ins.attr("arg")
         for b, arg in enumerate(k.inputs):
             if b != a and arg.dtype == k.args[a].dtype and arg.space == "elem" and k.binds[b] != k.binds[a]:
+                if s.simt and k.args[a].inner == "contiguous":  # the vector fetch reads buffer b
+                    if arg.inner != "contiguous":
+                        continue
+                    out = s.source
+                    for line in s.fetch_lines(ins.id, a):
+                        if line not in out:
+                            raise Skip(f"the renderer's spelling {line!r} is not in the source")
+                        out = out.replace(line, line.replace(f"in{a} + b{a} + j", f"in{b} + b{b} + j"))
+                    return out
                 misread = dataclasses.replace(ins, attrs=make_attrs({"arg": b}))
                 return s.swap(s.line(ins.id), s.line_as(misread))
     raise Skip("no other input of the same type to read by mistake")
@@ -283,8 +385,9 @@ def fma_contraction(s: Site) -> str:
             if s.k.body[src].op is Op.MUL:
                 a, b = (s.r.name(x) for x in s.k.body[src].srcs)
                 c = s.r.name(ins.srcs[1 - side])
-                expr = {(Op.ADD, 0): f"fmaf({a}, {b}, {c})", (Op.ADD, 1): f"fmaf({a}, {b}, {c})",
-                        (Op.SUB, 0): f"fmaf({a}, {b}, -{c})", (Op.SUB, 1): f"fmaf(-{a}, {b}, {c})"}
+                fma = getattr(s.r, "fma", "fmaf")
+                expr = {(Op.ADD, 0): f"{fma}({a}, {b}, {c})", (Op.ADD, 1): f"{fma}({a}, {b}, {c})",
+                        (Op.SUB, 0): f"{fma}({a}, {b}, -{c})", (Op.SUB, 1): f"{fma}(-{a}, {b}, {c})"}
                 new = f"const float {s.r.name(ins.id)} = {s.r.round(expr[ins.op, side], ins.dtype)};"
                 return s.swap(s.line(ins.id), new)
     raise Skip("no product feeds a sum")
@@ -304,20 +407,21 @@ BUGS: dict[str, tuple[str, Callable[[Site], str]]] = {
     "uninitialized_accumulator": ("a reduction's accumulator is never initialized",
                                   uninitialized_accumulator),
     "wrong_broadcast": ("an input is broadcast along the wrong axis", wrong_broadcast),
-    "race": ("a per-iteration value of the parallel loop is shared by all threads", race),
+    "race": ("threads share a value without what orders their accesses (CPU: a per-iteration value "
+             "of the parallel loop shared by all threads; GPU: the reduction's barrier removed)", race),
     "partial_write": ("the parallel loop skips its last row or block", partial_write),
     "wrong_input": ("a load reads another input's buffer", wrong_input),
     "fma_contraction": ("a*b+c contracted into one fused multiply-add", fma_contraction),
 }
 
 
-def plant(k: KernelIR, source: str) -> list[Mutant | NotApplicable]:
+def plant(k: KernelIR, source: str, backend: str = "cpu") -> list[Mutant | NotApplicable]:
     """One mutant per bug class that applies to kernel `k` (whose verified source is `source`)."""
     out: list[Mutant | NotApplicable] = []
     seen = {source: "the verified source"}
     for bug, (_, rewrite) in BUGS.items():
         try:
-            mutated = rewrite(Site(k, source))
+            mutated = rewrite(site_for(backend, k, source))
         except Skip as e:
             out.append(NotApplicable(bug, k.name, str(e)))
             continue
@@ -341,21 +445,34 @@ def diff_summary(before: str, after: str) -> str:
 
 
 def evaluate(spec: OpSpec, backend: str, kernels: list[KernelIR], sources: dict[str, str],
-             libraries: dict[str, str], settings: Settings, cache_dir) -> dict:
+             libraries: dict[str, str], settings: Settings, cache_dir, jobs: int = 1) -> dict:
     """Plant every class in every kernel (the others keep their verified libraries); judge each
-    mutant and run the allclose check on it. The counts are what mutants.json reports."""
+    mutant and run the allclose check on it, `jobs` mutants at a time (each in its own children).
+    The counts are what mutants.json reports."""
+    from concurrent.futures import ThreadPoolExecutor
+
     be = backends.get(backend)
-    records, skipped = [], []
+    planted, skipped = [], []
     for k in kernels:
-        for item in plant(k, sources[k.name]):
+        for item in plant(k, sources[k.name], backend):
             if isinstance(item, NotApplicable):
                 skipped.append({"class": item.bug, "kernel": item.kernel, "reason": item.reason})
-                continue
-            records.append(_judge_mutant(spec, be, backend, item, libraries, settings, cache_dir))
-    planted = [r for r in records if "judge" in r]
-    return {"planted": len(planted), "caught": sum(r["judge"]["caught"] for r in planted),
-            "baseline_caught": sum(r["baseline"]["caught"] for r in planted),
-            "mutants": records, "not_applicable": skipped, "classes": {b: d for b, (d, _) in BUGS.items()}}
+            else:
+                planted.append(item)
+    # the control: the verified kernels through the same children, so that a mutant's rejection is
+    # not a child that fails for every source (no device, a broken install)
+    control = _caught(run_isolated(spec, backend, libraries, settings))
+    head = {"control": {"passed": not control["caught"], "reason": control["reason"]},
+            "not_applicable": skipped, "classes": {b: d for b, (d, _) in BUGS.items()}}
+    if control["caught"]:
+        return {**head, "planted": 0, "caught": 0, "baseline_caught": 0, "mutants": [],
+                "skipped": f"the verified kernels fail the judge here: {control['reason']}"}
+    judge_one = lambda m: _judge_mutant(spec, be, backend, m, libraries, settings, cache_dir)  # noqa: E731
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        records = list(pool.map(judge_one, planted))
+    judged = [r for r in records if "judge" in r]
+    return {**head, "planted": len(judged), "caught": sum(r["judge"]["caught"] for r in judged),
+            "baseline_caught": sum(r["baseline"]["caught"] for r in judged), "mutants": records}
 
 
 def _judge_mutant(spec, be, backend, m: Mutant, libraries, settings, cache_dir) -> dict:

@@ -8,6 +8,7 @@ measuring stages (validate, bench) record the machine and the time.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import artifacts, backends, bench, cost, roofline, static
@@ -106,8 +107,9 @@ def compile_stage(candidates_dir: str, cache_dir: str, out: str) -> None:
 
 
 def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dict, out: str,
-             llm_path: str | None = None) -> None:
-    """Judge every compiled candidate; the op passes when every kernel has a verified candidate."""
+             llm_path: str | None = None, jobs: int = 1) -> None:
+    """Judge every compiled candidate (`jobs` at a time, each in its own child); the op passes when
+    every kernel has a verified candidate."""
     spec = OpSpec.from_json(json.loads(spec_json))
     compiled = artifacts.read_json(compile_path)
     if llm_path:  # the llm stage's model-written champions, judged again here with a fresh hidden draw
@@ -130,13 +132,17 @@ def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dic
         return
     default = {n: next(c["library"] for c in cs if c.get("ok")) for n, cs in by_kernel.items()}
     verified: dict[str, dict[str, str]] = {n: {} for n in names}
+    built = [(n, c) for n, cs in by_kernel.items() for c in cs if c.get("ok")]
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        verdicts = dict(zip([c["name"] for _, c in built], pool.map(
+            lambda nc: run_isolated(spec, backend, {**default, nc[0]: nc[1]["library"]}, judge), built)))
     for n, cs in by_kernel.items():
         for c in cs:
             if not c.get("ok"):
                 why = c.get("static", {}).get("reason") or "did not compile"
                 result["candidates"].append({"name": c["name"], "passed": False, "reason": why})
                 continue
-            verdict = run_isolated(spec, backend, {**default, n: c["library"]}, judge)
+            verdict = verdicts[c["name"]]
             result["candidates"].append({"name": c["name"], "kernel": n, "variant": c["variant"], **verdict})
             if verdict["passed"]:
                 verified[n][c["variant"]] = c["library"]
@@ -211,7 +217,7 @@ def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: 
 
 
 def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, settings: dict, cache_dir: str,
-                  out: str) -> None:
+                  out: str, jobs: int = 1) -> None:
     """Plant every bug class into each verified kernel and record which mutants the judge and a
     KernelBench-style allclose check reject (autoperfect.mutants). The mutated source is a verified
     rendering of the compiler's (the bugs are keyed on its spellings), read beside its library."""
@@ -239,7 +245,9 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
         ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
         chosen[k.name] = (ours or verified)[0]
     libraries = {n: validation["verified"][n][v] for n, v in chosen.items()}
-    sources = {n: Path(lib).with_suffix(".c").read_text() for n, lib in libraries.items()}
+    # a GPU backend's "library" is its checked source; the CPU's is a shared object beside its .c
+    sources = {n: (Path(lib) if backend in ("cuda", "metal") else Path(lib).with_suffix(".c")).read_text()
+               for n, lib in libraries.items()}
     result = mutants.evaluate(spec, backend, kernels, sources, libraries, Settings(**settings),
-                              Path(cache_dir))
+                              Path(cache_dir), jobs)
     artifacts.write_json(out, {**head, **result, "variants": chosen})

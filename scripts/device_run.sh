@@ -1,13 +1,56 @@
 #!/usr/bin/env bash
-# The GPU run on the lent H200, as one `run` call (the second of ../shared/device/README.md's two):
-# installs MLX's CUDA build, runs the GPU tests and `autoperfect.gpu_bench` on configs/h200.yaml,
-# and leaves the results in $OUT (h200.tar.gz holds results/h200; the logs beside it).
-#   run carry [".whlB", ".whl-install.sh"], command: bash scripts/device_run.sh [gpu_bench args...]
+# The GPU run on the lent H200 (docs/gpu-h200.md says how it was called). After the first of
+# ../shared/device/README.md's two calls (the wheel's first half copied to /tmp/parts):
+#   run, carry [".whlB", ".whl-install.sh", ".gpu"], command: cd .gpu && AP_ROOT=.. bash scripts/device_run.sh run
+#   run (while warm), carry [".gpu"], command:                 cd .gpu && bash scripts/device_run.sh mutants
+# `run` installs MLX's CUDA build (from AP_ROOT, where .whl-install.sh and .whlB are), runs the GPU tests
+# beside the pipeline's stages and the judge (`--phase prepare`), then alone on the GPU the roofline and
+# the benchmarks (`--phase bench`); `mutants` plants the judge's bugs and judges them on the GPU. Each
+# leaves results (AP_RESULTS, /tmp/h200 by default: outside the checkout, which each call replaces)
+# packed in $OUT/h200.tar.gz, the logs beside it.
 set -uo pipefail
-bash .whl-install.sh || exit 1
+phase=${1:-run}
+R=${AP_RESULTS:-/tmp/h200}
+if [ "$phase" = run ]; then  # (rerun installs too, below)
+  (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
+fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.csv"
-timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" 2>&1 \
-  | tee "$OUT/pytest.log" | tail -15
-timeout 420 python3 -m autoperfect.gpu_bench configs/h200.yaml results/h200 "$@" 2>&1 | tee "$OUT/run.log"
-tar czf "$OUT/h200.tar.gz" results/h200
+PY=python3
+pack() { tar czf "$OUT/h200.tar.gz" -C "$(dirname "$R")" "$(basename "$R")"; }
+case "$phase" in
+  run)
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+      --format=csv | tee "$OUT/gpu.csv"
+    (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
+     echo "pytest rc=$?" >> "$OUT/pytest.log") &
+    tests=$!
+    $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" 2>&1 \
+      | tee "$OUT/run.log"
+    wait "$tests"; tail -3 "$OUT/pytest.log"
+    # the clocks and power while the benchmarks run, five times a second
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+      --format=csv -lms 200 > "$OUT/clocks.csv" 2>&1 &
+    smi=$!
+    timeout "${AP_BENCH_S:-250}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench 2>&1 \
+      | tee -a "$OUT/run.log"
+    kill "$smi"
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+      | tee -a "$OUT/gpu.csv"
+    pack ;;
+  mutants)
+    $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase mutants --mutant-jobs "${AP_MUTANT_JOBS:-3}" \
+      --deadline "${AP_MUTANTS_S:-300}" 2>&1 | tee "$OUT/mutants.log"
+    pack ;;
+  rerun)  # a fresh machine: bench again the sources the judge verified in an earlier run (AP_PREVIOUS)
+    (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+      --format=csv | tee "$OUT/gpu.csv"
+    rm -rf "$R" && cp -r "${AP_PREVIOUS:-prev_h200}" "$R" && rm -f "$R"/*/cuda/bench.json "$R"/*/cuda/mutants.json \
+      "$R"/summary.json "$R"/roofline.json
+    timeout "${AP_BENCH_S:-270}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench --reuse \
+      ${AP_OPS:+--ops "$AP_OPS"} 2>&1 | tee "$OUT/run.log"
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+      | tee -a "$OUT/gpu.csv"
+    pack ;;
+  *) echo "usage: device_run.sh run|mutants|rerun" >&2; exit 2 ;;
+esac

@@ -64,6 +64,8 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T __ldcs(const T* p) { return *p; }
+template <typename T> inline void __stcs(T* p, T v) { *p = v; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }

@@ -5,7 +5,9 @@ fences) catches unwritten and out-of-bounds elements. Tests that need a GPU skip
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 import tempfile
 from pathlib import Path
 
@@ -192,12 +194,14 @@ def test_without_a_gpu_cuda_is_not_available_but_still_resolves(tmp_path):
 # -- the kernels' semantics, on the CPU ------------------------------------------------------------
 
 
-def emulated_verdicts(spec, schedule_for, target: str, workdir: Path) -> list[dict]:
+def emulated_verdicts(spec, schedule_for, target: str, workdir: Path, sources=None) -> list[dict]:
     """The judge's checks (normal and special inputs, poisoned and fenced outputs) of the op's
-    kernels, rendered for `target` and run by the emulator."""
+    kernels, rendered for `target` (or given in `sources`, by kernel) and run by the emulator."""
     be = backends.get(target)
     f = front(spec)
-    loaded = {k.name: Emulated(k, be.render(k, schedule_for(k)), target, workdir) for k in f.kernels if k}
+    sources = sources or {}
+    loaded = {k.name: Emulated(k, sources.get(k.name) or be.render(k, schedule_for(k)), target, workdir)
+              for k in f.kernels if k}
     prog = program(f, loaded)
     exact = all(n.op in judge.EXACT for n in f.canonical.nodes)
     return [judge.check_shape(f, prog, spec, cls, np.random.default_rng(seed_for(spec.name, cls)), exact)
@@ -217,6 +221,38 @@ def test_emulated_row_schedules_pass_the_judge(schedule, workdir):
     spec = SPECS["softmax"].with_shapes({"x": (3, 2053)})
     for verdict in emulated_verdicts(spec, lambda k: schedule, "cuda", workdir):
         assert verdict["passed"], verdict["reason"]
+
+
+STREAMING_ROWS = tuple(dataclasses.replace(s, name=s.name + "_cs", stream=True) for s in cuda.row_schedules(4096)
+                       if s.cache > 8)
+
+
+@pytest.mark.parametrize("schedule", [s for s in cuda.row_schedules(4096) if s.cache > 8]
+                         + list(STREAMING_ROWS) + list(cuda.STREAMING), ids=lambda s: s.name)
+def test_emulated_whole_row_and_streaming_schedules_pass_the_judge(schedule, workdir):
+    """Rows of 4096 held in registers by two warps or one (vector path, every pass from the
+    register cache), and the streaming variants, elementwise and row."""
+    name = "layernorm" if schedule.cache > 8 else "chain"
+    spec = SPECS[name].with_shapes({"x": (2, 4096), "w": (4096,), "b": (4096,)} if name == "layernorm"
+                                   else {"a": (4100,), "b": (4100,), "c": (4100,)})
+    for verdict in emulated_verdicts(spec, lambda k: schedule, "cuda", workdir):
+        assert verdict["passed"], verdict["reason"]
+
+
+def test_streaming_hints_go_where_data_is_touched_once():
+    """Per-row data read for the last time takes the evict-first load (a row held in registers: at
+    its first read, CACHE being true), a row's weights (read by every row) the plain one; every
+    vector store is a streaming store. Without `stream` the spelling is the plain one throughout."""
+    (k,) = kernels(SPECS["layernorm"])
+    whole = next(s for s in STREAMING_ROWS if s.cache == 16)
+    body = cuda.CudaRenderer.parse(cuda.render(k, whole))[2]
+    x, w = k.body[0].id, next(i.id for i in k.body if i.op.value == "load" and i.attr("arg") == 1)
+    assert f"L{x} = ap_load<W, CACHE>(in0 + b0 + j, true);" in body
+    assert f"if (CACHE) L{x} = C{x}[CACHE ? k : 0]; else {{ L{x} = ap_load<W, true>(in0 + b0 + j, true); }}" in body
+    assert f"L{w} = ap_load<W>(in1 + b1 + j, true);" in body
+    assert "ap_store<W, true>(out3 + r * N + j," in body and "ap_store<W>(" not in body
+    plain = cuda.CudaRenderer.parse(cuda.render(k, cuda.row_schedules(4096)[0]))[2]
+    assert "ap_load<W, " not in plain and "ap_store<W, " not in plain
 
 
 @pytest.mark.parametrize("name", ["chain", "layernorm"])
@@ -310,3 +346,161 @@ def test_gpu_kernel_is_a_lazy_mlx_call(tmp_path):
     xs = [mx.random.normal(i.shape) for i in spec.inputs]
     got, want = program(f, loaded)(*xs), spec.function()(*xs)
     assert mx.allclose(got, want, atol=1e-4).item()
+
+
+# -- the judge's mutants, planted in CUDA sources ----------------------------------------------------
+
+CUDA_APPLIES = {  # config op -> the classes planted in its first CUDA schedule at the small shapes
+    "chain": {"off_by_one", "skipped_tail", "sign_flip", "swapped_operands", "dropped_term",
+              "precision_downcast", "partial_write", "wrong_input", "fma_contraction"},
+    "gelu_tanh": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "wrong_constant", "sign_flip",
+                  "dropped_term", "precision_downcast", "partial_write"},
+    # rows of 1028 by blocks of 128 threads: the race is the block reduction's barrier taken out
+    "softmax": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "sign_flip", "swapped_operands",
+                "dropped_term", "precision_downcast", "uninitialized_accumulator", "race", "partial_write"},
+    "mean_var": {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "sign_flip", "swapped_operands",
+                 "dropped_term", "precision_downcast", "uninitialized_accumulator", "race", "partial_write"},
+    **{name: {"off_by_one", "skipped_tail", "wrong_row", "wrong_stride", "missing_epsilon", "sign_flip",
+              "swapped_operands", "dropped_term", "precision_downcast", "uninitialized_accumulator",
+              "wrong_broadcast", "race", "partial_write", "wrong_input"}
+       for name in ("layernorm", "rmsnorm", "add_rmsnorm")},
+}
+
+
+def first_schedule(k):
+    """The schedule the mutants stage plants into: the first verified name in sorted order."""
+    return min(cuda.schedules_for(k), key=lambda s: s.name)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_cuda_mutants_apply_where_expected_and_are_valid_cuda(name, tmp_path):
+    """Every class is planted or says why not (never because a spelling is missing); each planted
+    source differs from the verified one, passes the static checks and compiles with nvcc."""
+    from autoperfect import mutants, static
+
+    (k,) = kernels(small(name))
+    source = cuda.render(k, first_schedule(k))
+    planted = mutants.plant(k, source, "cuda")
+    assert [p.bug for p in planted] == list(mutants.BUGS)
+    applied = {p.bug for p in planted if isinstance(p, mutants.Mutant)}
+    assert applied == CUDA_APPLIES[name]
+    for p in planted:
+        if isinstance(p, mutants.NotApplicable):
+            assert p.reason and "spelling" not in p.reason, p
+            continue
+        assert p.source != source and p.diff.startswith(("-", "+"))
+        assert static.check(p.source, "cuda", k.name).passed, p.bug
+        if cuda.nvcc() is not None:
+            built = cuda.build(p.source, tmp_path)
+            assert built.ok, f"{p.bug}:\n{built.log[-2000:]}"
+
+
+def test_cuda_race_mutant_removes_the_block_reduction_barrier():
+    """A row reduced by a block of several warps: the race is the barrier before the partials are
+    read; a row reduced by one warp has none to remove."""
+    from autoperfect import mutants
+
+    (k,) = kernels(SPECS["softmax"].with_shapes({"x": (8, 4096)}))
+    block = cuda.render(k, cfamily.GpuSchedule("g128_v4", block=128))
+    (race,) = [m for m in mutants.plant(k, block, "cuda") if m.bug == "race"]
+    assert isinstance(race, mutants.Mutant) and block.count("__syncthreads();") == race.source.count(
+        "__syncthreads();") + 1
+    warp = cuda.render(k, cfamily.GpuSchedule("w32x8_v4", block=256, group=32))
+    (skip,) = [m for m in mutants.plant(k, warp, "cuda") if m.bug == "race"]
+    assert isinstance(skip, mutants.NotApplicable) and "one warp" in skip.reason
+
+
+def _rejected(spec, k, source, workdir) -> bool:
+    """Whether the judge's checks of every input class at the spec's shape reject `source`, run by
+    the emulator (stopping at the first class that does)."""
+    f = front(spec)
+    prog = program(f, {k.name: Emulated(k, source, "cuda", workdir)})
+    exact = all(n.op in judge.EXACT for n in f.canonical.nodes)
+    for cls in judge.CLASSES:
+        try:
+            verdict = judge.check_shape(f, prog, spec, cls, np.random.default_rng(seed_for(spec.name, cls)), exact)
+        except IntegrityError:
+            return True
+        if not verdict["passed"]:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "chain"])
+def test_emulated_cuda_mutants_are_rejected(name, workdir):
+    """The planted CUDA sources, run by the SIMT emulator, meet the judge's checks (every input
+    class, poisoned and fenced outputs): each is rejected, the verified source is not. The race
+    needs a GPU: the emulator's threads of a block meet at every shuffle, which orders the partials'
+    writes and reads as the barrier would."""
+    from autoperfect import mutants
+
+    spec = small(name)
+    (k,) = kernels(spec)
+    source = cuda.render(k, first_schedule(k))
+    assert not _rejected(spec, k, source, workdir)
+    for m in mutants.plant(k, source, "cuda"):
+        if isinstance(m, mutants.Mutant) and m.bug != "race":
+            assert _rejected(spec, k, m.source, workdir), f"the {m.bug} mutant passed:\n{m.diff}"
+
+
+def test_bursts_time_every_call_and_pair_the_rounds():
+    calls = {"a": 0, "b": 0}
+
+    def make(name, seconds):
+        def call():
+            calls[name] += 1
+            time.sleep(seconds)
+        return call
+    samples = gpu_bench.time_bursts({"a": make("a", 0.0), "b": make("b", 0.002)}, 1, 5, 3, seed=1)
+    assert calls == {"a": 1 + 5 * 3, "b": 1 + 5 * 3}
+    assert len(samples["a"]) == len(samples["b"]) == 5
+    assert all(b >= 0.002 > a for a, b in zip(samples["a"], samples["b"]))
+
+
+def test_probe_times_the_first_calls_after_each_neighbour():
+    seen = []
+    result = gpu_bench.probe(lambda: seen.append("k"), {"mlx_eager": lambda: seen.append("e")}, seed=2)
+    assert set(result["after"]) == {"none", "gpu_idle_3ms", "host_work_3ms", "mlx_eager"}
+    assert all(len(t) == gpu_bench.PROBE_CALLS for t in result["after"].values())
+    assert seen.count("e") == gpu_bench.PROBE_ROUNDS
+    assert seen.count("k") == gpu_bench.PROBE_ROUNDS * 4 * gpu_bench.PROBE_CALLS
+
+
+def _stats(ms):
+    return {"median_s": ms / 1e3, "ci95_s": [ms / 1e3 * 0.99, ms / 1e3 * 1.01], "samples": 30, "min_s": ms / 1e3}
+
+
+def _speedups(kernel_ms, baselines_ms):
+    return {n: {"median": b / kernel_ms, "ci95": [b / kernel_ms * 0.98, b / kernel_ms * 1.02]}
+            for n, b in baselines_ms.items()}
+
+
+def test_summary_states_the_goals_per_condition(tmp_path):
+    """From the artifacts: the fraction of the copy bandwidth, the worst ratio over MLX's contenders
+    and the ratio over torch.compile, interleaved, steady and alone; the markdown says which op
+    misses which goal."""
+    artifacts.write_json(tmp_path / "roofline.json", {"copy_gbps": 4000.0, "triad_gbps": 4100.0,
+                                                      "fma_gflops": 6e4, "torch_copy_gbps": 4200.0})
+    base = {"mlx_eager": 2.0, "mlx_compile": 1.1, "mlx_fast": 0.9, "torch_compile": 1.2}
+    bench_json = {"kernel": _stats(1.0), "baselines": {n: _stats(v) for n, v in base.items()},
+                  "speedup": _speedups(1.0, base), "achieved_gbps": 3000.0, "bytes_moved": 3_000_000_000,
+                  "steady": {"kernel": _stats(0.8), "baselines": {n: _stats(v) for n, v in base.items()},
+                             "speedup": _speedups(0.8, base), "burst": 4},
+                  "alone": {"kernel": 0.75e-3, **{n: v / 1e3 for n, v in base.items()}},
+                  "variants": {"k": {"chosen": "g64_v4c16", "median_s": {}}}, "shapes": {}, "validated_at": {}}
+    bench_json["alone"] = {n: _stats(v * 1e3) for n, v in bench_json["alone"].items()}
+    artifacts.write_json(tmp_path / "op" / "cuda" / "bench.json", bench_json)
+    artifacts.write_json(tmp_path / "op" / "cuda" / "validation.json", {"passed": True})
+    artifacts.write_json(tmp_path / "op" / "cuda" / "mutants.json", {"planted": 12, "caught": 11,
+                                                                     "baseline_caught": 7})
+    s = gpu_bench.summary(tmp_path, ["op"])
+    g = s["goals"]
+    assert g["fraction_of_copy"]["op"] == pytest.approx([0.75, 3000 / 0.8 / 4000, 1.0])
+    assert g["over_best_mlx"]["op"] == pytest.approx([0.9, 0.9 / 0.8, 0.9 / 0.75])
+    assert g["geomean_over_torch_compile"] == pytest.approx([1.2, 1.5, 1.6])
+    text = "\n".join(gpu_bench.markdown(s))
+    assert "- interleaved: at least 85% of the copy bandwidth: not reached by op; faster than the best of " \
+           "MLX eager, mx.compile and mx.fast: every op but op (0.90x)" in text
+    assert "- alone: at least 85% of the copy bandwidth: every op; faster than the best of MLX eager, " \
+           "mx.compile and mx.fast: every op;" in text
+    assert "op 11/12 caught by the judge, 7 by allclose" in text

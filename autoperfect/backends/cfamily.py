@@ -488,6 +488,7 @@ class GpuSchedule:
     vector: int = 4
     cache: int = 8
     unroll: int = 1  # elementwise: vectors per thread per step, all loaded before any is stored
+    stream: bool = False  # streaming (evict-first) loads of data read once, streaming stores
 
     @property
     def row_threads(self) -> int:
@@ -521,6 +522,10 @@ class SimtRenderer(CFamily):
     to_storage: dict[str, str] = {}   # dtype -> format converting a float (or int) value for storage
     vector_load = ""                  # statement filling ApVec {name} from pointer {ptr}
     vector_store = ""                 # statement writing ApVec {name} to pointer {ptr}
+    # the same with a streaming cache hint (a schedule's `stream`: data touched once); a load's
+    # {stream} is a constant expression, true where this read of the data is its last
+    vector_load_stream = ""
+    vector_store_stream = ""
     aligned_check = ""                # format testing one pointer's alignment to W elements ("": none)
     prelude = ""
 
@@ -532,6 +537,7 @@ class SimtRenderer(CFamily):
         uses = [set(self._contiguous(elem)) for elem in passes]
         self.cached = {i for i in set().union(*uses) if sum(i in u for u in uses) > 1}
         self.first_use = {i: next(p for p, u in enumerate(uses) if i in u) for i in self.cached}
+        self.last_use = {i: max(p for p, u in enumerate(uses) if i in u) for i in self.cached}
 
     # -- the ABI ------------------------------------------------------------------------------------
     def templates(self) -> list[str]:
@@ -579,13 +585,28 @@ class SimtRenderer(CFamily):
             lines.append(f"  const bool aligned = {checks};")
         return lines
 
+    def streamed(self, i: int, p: int) -> str:
+        """Whether load `i` in pass `p` takes the streaming hint: with the schedule's `stream`, for an
+        input that is not broadcast across rows (no other row reads it again), at its last read:
+        the pass that last uses it, or (a constant expression) its first use when the row is
+        held in registers (CACHE) and never read again."""
+        a = self.k.body[i].attr("arg")
+        if not (self.s.stream and self.vector_load_stream) or 0 in self.k.launch.strides[a][:-1]:
+            return "false"
+        if i not in self.cached or p == self.last_use[i]:
+            return "true"
+        return "CACHE"
+
     def fetch(self, indent: str, elem: tuple[int, ...], aligned: str, p: int = 0) -> list[str]:
         """Vector loads of the contiguous inputs `elem` reads at (row r, columns j..j+W-1), from the
         register cache when an earlier pass `p` put them there (row kernels)."""
         k, lines = self.k, []
         for i in self._contiguous(elem):
             a = k.body[i].attr("arg")
-            fetch = self.vector_load.format(name=f"L{i}{self.slot}", ptr=f"in{a} + b{a} + j", aligned=aligned)
+            stream = self.streamed(i, p)
+            spelling = self.vector_load if stream == "false" else self.vector_load_stream
+            fetch = spelling.format(name=f"L{i}{self.slot}", ptr=f"in{a} + b{a} + j", aligned=aligned,
+                                    stream=stream)
             if not self.slot:
                 lines.append(f"ApVec<{self.storage[k.args[a].dtype]}, W> L{i};")
             if i in self.cached and self.first_use[i] < p:
@@ -615,9 +636,10 @@ class SimtRenderer(CFamily):
             fn = SIMT_REDUCTIONS[k.body[r].op][1]
             lines.append(f"  a{r} = {fn}()(a{r}, {self.name(k.body[r].srcs[0])});")
         lines.append("}")
+        store = self.vector_store_stream if self.s.stream and self.vector_store_stream else self.vector_store
         for i in stores:
             a = k.body[i].attr("arg")
-            lines.append(self.vector_store.format(name=f"O{i}", ptr=f"out{a} + r * N + j", aligned=aligned))
+            lines.append(store.format(name=f"O{i}", ptr=f"out{a} + r * N + j", aligned=aligned))
         return [indent + line for line in lines]
 
     def chunk(self, indent: str, elem: tuple[int, ...], aligned: str, reduces: tuple[int, ...] = (),
@@ -644,6 +666,7 @@ class SimtRenderer(CFamily):
         s = self.s
         meta = {"kernel": self.k.name, "kind": self.k.kind, "schedule": s.name, "block": s.block,
                 "rows_per_block": s.block // s.row_threads, "vector": s.vector, "unroll": s.unroll,
+                **({"stream": True} if s.stream else {}),
                 "inputs": [[f"in{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "in"],
                 "outputs": [[f"out{a}", arg.dtype] for a, arg in enumerate(self.k.args) if arg.role == "out"],
                 "templates": self.templates()}

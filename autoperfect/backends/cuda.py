@@ -43,13 +43,26 @@ CHECK_EXTENT = 1024    # every axis of the shape the nvcc check instantiates the
 
 ELEMENTWISE = (GpuSchedule("v4_b256", block=256), GpuSchedule("v4u2_b256", block=256, unroll=2),
                GpuSchedule("v4u4_b256", block=256, unroll=4))
+# Streaming cache hints (GpuSchedule.stream: evict-first loads of data read once, streaming stores)
+# were slower or no faster on every op on the H200 (2026-12-01, docs/gpu-h200.md): not offered.
+STREAMING = (GpuSchedule("v4_b256_cs", block=256, stream=True),
+             GpuSchedule("v4u4_b256_cs", block=256, unroll=4, stream=True))
 
 
 def row_schedules(n: int) -> tuple[GpuSchedule, ...]:
-    """Threads per row by row length (the spec's): long rows get a block each, short ones a warp."""
+    """Threads per row by row length (the spec's): long rows get a block each, short ones a warp.
+    Long rows also get two warps, or one, with the whole row in registers (`cache` vectors per
+    thread, up to 16 or 32: a row of 4096 floats), so the row is read once and reduced by one
+    barrier between two warps, or by shuffles alone; these take many registers, so their blocks
+    are small (more of them fit on a multiprocessor)."""
     if n >= 2048:
-        return (GpuSchedule("g128_v4", block=128), GpuSchedule("g256_v4", block=256),
-                GpuSchedule("g512_v4", block=512))
+        out = [GpuSchedule("g128_v4", block=128), GpuSchedule("g512_v4", block=512)]
+        two, one = -(-n // (64 * 4)), -(-n // (32 * 4))
+        if two <= 16:
+            out.append(GpuSchedule(f"g64_v4c{two}", block=64, cache=two))
+        if one <= 32:
+            out.append(GpuSchedule(f"w32x2_v4c{one}", block=64, group=32, cache=one))
+        return tuple(out)
     if n > 256:
         return (GpuSchedule("w32x8_v4", block=256, group=32), GpuSchedule("g128_v4", block=128),
                 GpuSchedule("g256_v4", block=256))
@@ -77,16 +90,19 @@ __device__ __forceinline__ bool ap_aligned(const T* p) {
 }
 
 // Vector loads take the read-only path (__ldg), so the compiler may issue them ahead of stores: no
-// kernel of ours reads what it writes.
-template <int W, typename T>
+// kernel of ours reads what it writes. S (streaming): the last read of data no one reads again, with
+// the evict-first hint (__ldcs), so it does not push out of L2 what is read again (a row's weights).
+template <int W, bool S = false, typename T>
 __device__ __forceinline__ ApVec<T, W> ap_load(const T* p, bool aligned) {
   ApVec<T, W> x;
   if (aligned && sizeof(x) % 16 == 0) {
 #pragma unroll
     for (int c = 0; c < (int)(sizeof(x) / 16); c++)
-      reinterpret_cast<uint4*>(&x)[c] = __ldg(reinterpret_cast<const uint4*>(p) + c);
+      reinterpret_cast<uint4*>(&x)[c] = S ? __ldcs(reinterpret_cast<const uint4*>(p) + c)
+                                          : __ldg(reinterpret_cast<const uint4*>(p) + c);
   } else if (aligned && sizeof(x) == 8) {
-    *reinterpret_cast<uint2*>(&x) = __ldg(reinterpret_cast<const uint2*>(p));
+    *reinterpret_cast<uint2*>(&x) = S ? __ldcs(reinterpret_cast<const uint2*>(p))
+                                      : __ldg(reinterpret_cast<const uint2*>(p));
   } else {
 #pragma unroll
     for (int u = 0; u < W; u++) x.v[u] = p[u];
@@ -94,8 +110,15 @@ __device__ __forceinline__ ApVec<T, W> ap_load(const T* p, bool aligned) {
   return x;
 }
 
-template <int W, typename T>
+// S (streaming): the evict-first hint (__stcs) for outputs this kernel never reads back
+template <int W, bool S = false, typename T>
 __device__ __forceinline__ void ap_store(T* p, const ApVec<T, W>& x, bool aligned) {
+  if (aligned && S && sizeof(x) % 16 == 0) {
+#pragma unroll
+    for (int c = 0; c < (int)(sizeof(x) / 16); c++)
+      __stcs(reinterpret_cast<uint4*>(p) + c, reinterpret_cast<const uint4*>(&x)[c]);
+    return;
+  }
   if (aligned) {
     *reinterpret_cast<ApVec<T, W>*>(p) = x;
     return;
@@ -165,7 +188,11 @@ class CudaRenderer(SimtRenderer):
                   "bool": "(bool)({})"}
     vector_load = "{name} = ap_load<W>({ptr}, {aligned});"
     vector_store = "ap_store<W>({ptr}, {name}, {aligned});"
+    vector_load_stream = "{name} = ap_load<W, {stream}>({ptr}, {aligned});"
+    vector_store_stream = "ap_store<W, true>({ptr}, {name}, {aligned});"
     aligned_check = "ap_aligned<W>({})"
+    barrier = "__syncthreads();"  # the prelude's (ap_reduce); autoperfect.mutants plants a race there
+    fma = "fmaf"
     prelude = PRELUDE
 
 
