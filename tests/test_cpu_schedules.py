@@ -152,19 +152,22 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
 
 # -- streaming stores --------------------------------------------------------------------------------
 
-def test_streaming_is_tried_on_plain_elementwise_kernels_only():
+def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_without_a_stash():
     chain = kernel_of(spec_of("chain", "def chain(a, b):\n    return a * b + a\n",
                               a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
     gelu = kernel_of(spec_of("g", "def g(x):\n    return x * mx.tanh(x)\n", x={"shape": [1000], "dtype": "float32"}))
-    assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, 0]
-    assert not any(s.stream for s in cpu.schedules_for(gelu))
-    assert not any(s.stream for s in cpu.schedules_for(kernel_of(SOFTMAX)))
+    assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
+    assert {s.name for s in cpu.schedules_for(gelu) if s.stream} == {"libmvec_v16"}
+    assert {s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream} == {"libmvec_v16"}
+    half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",
+                             x={"shape": [1000], "dtype": "float32"}))
+    assert not any(BE.render(half, s).count("AP_NT_STORE(") for s in cpu.schedules_for(half))
 
 
 @pytest.mark.parametrize("n", [1, 63, 64, 200, 4099])
 def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
     """Streaming from the first byte (threshold 1) against the plain kernel, on outputs that start
-    at every 4-byte offset of a 32-byte line, the second output at another offset than the first
+    at every 4-byte offset of a 64-byte line, the second output at another offset than the first
     (its chunks are copied, not streamed): heads, chunks and tails all written, nothing else."""
     spec = spec_of("two", "def two(a, b):\n    c = a * b + a\n    return c, c - b\n",
                    a={"shape": [3, n], "dtype": "float32"}, b={"shape": [3, n], "dtype": "float32"})
@@ -173,11 +176,11 @@ def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
     streamed = BE.Kernel(k, library(k, Schedule("s", stream=1), tmp_path))
     rng = np.random.default_rng(seed_for("stream", str(n)))
     a, b = (rng.standard_normal((3, n)).astype(np.float32) for _ in range(2))
-    for shift in range(8):
+    for shift in range(16):
         outs = []
         for kern in (plain, streamed):
-            backing = [np.full(3 * n + 8, np.nan, dtype=np.float32) for _ in range(2)]
-            views = [buf[at:at + 3 * n].reshape(3, n) for buf, at in zip(backing, (shift, (shift + 3) % 8))]
+            backing = [np.full(3 * n + 16, np.nan, dtype=np.float32) for _ in range(2)]
+            views = [buf[at:at + 3 * n].reshape(3, n) for buf, at in zip(backing, (shift, (shift + 3) % 16))]
             kern.run_numpy([a, b] + views, k.launch)
             outs.append(backing)
         for want, got in zip(*outs):
