@@ -204,9 +204,9 @@ class CRenderer(CFamily):
         if schedule.lanes:
             self.simd = f"{self.simd} simdlen({schedule.lanes})"
         # per-row divisors of per-element divisions, each inverted once per row (Schedule.reciprocal)
-        self.inverted = frozenset(
-            i.srcs[1] for i in kernel.body if schedule.reciprocal and i.op is Op.DIV and i.space == "elem"
-            and kernel.body[i.srcs[1]].space == "row") if not exact(kernel) else frozenset()
+        invert = schedule.reciprocal and not exact(kernel)
+        self.inverted = frozenset(i.srcs[1] for i in kernel.body if invert and i.op is Op.DIV
+                                  and i.space == "elem" and kernel.body[i.srcs[1]].space == "row")
 
     def expr(self, ins: Instr) -> str:
         if ins.op is Op.DIV and ins.srcs[1] in self.inverted:
@@ -295,7 +295,7 @@ class CRenderer(CFamily):
         lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
         if prefetch and self.k.rank > 1:
             lines += [f"{inner}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + jm + {q});"
-                      for a in self.streamed_inputs(body) for q in range(0, w, 16)]
+                      for a in self.contiguous_inputs(body) for q in range(0, w, 16)]
         lines += [f"{inner}  {self.simd}",
                   f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
                   f"{inner}    const int64_t j = jm + l;"]
@@ -332,7 +332,7 @@ class CRenderer(CFamily):
         out.append("}")
         return "\n".join(out) + "\n"
 
-    def streamed_inputs(self, body: list[int]) -> list[int]:
+    def contiguous_inputs(self, body: list[int]) -> list[int]:
         """The contiguous per-element inputs `body` loads, in argument order."""
         args = {self.k.body[i].attr("arg") for i in body if self.k.body[i].op is Op.LOAD}
         return [a for a in sorted(args) if self.k.args[a].inner == "contiguous"]
