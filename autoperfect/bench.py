@@ -44,8 +44,11 @@ ALLOCATOR_CONDITIONS: dict[str, dict[str, str]] = {
 
 
 def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, repeats: int,
-                     seed: int) -> dict[str, list[float]]:
-    """Per-round samples in seconds: each round times every contender once, in a shuffled order."""
+                     seed: int, burst: int = 1) -> dict[str, list[float]]:
+    """Per-round samples in seconds: each round times every contender once, in a shuffled order.
+    With `burst`, a sample is the mean of that many back-to-back calls of one contender: a cost
+    only the first call after another contender's work pays (what its neighbour left in the
+    caches) is then spread over the burst."""
     names = list(contenders)
     rng = np.random.default_rng(seed)
     for _ in range(warmup):
@@ -55,14 +58,15 @@ def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, r
     for _ in range(repeats):
         for index in rng.permutation(len(names)):
             name = names[index]
-            samples[name].append(_time_once(contenders[name]))
+            samples[name].append(_time_burst(contenders[name], burst))
     return samples
 
 
-def _time_once(call: Callable[[], object]) -> float:
+def _time_burst(call: Callable[[], object], burst: int) -> float:
     start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
+    for _ in range(burst):
+        call()
+    return (time.perf_counter() - start) / burst
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,14 +99,15 @@ def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dic
 
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
-                    baselines: dict | None = None) -> dict[str, dict]:
+                    baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1) -> dict[str, dict]:
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
     fastest. The variants are interleaved with the `baselines` too, in rounds of their own before
     the benchmark's: a variant is chosen in the state the benchmark will time it in (caches that
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
     plain ones among the variants alone, and 1.08 ms against 1.45 ms with the caches evicted
-    between calls. Returns kernel -> {"chosen": variant, "median_s": {variant: s}}."""
+    between calls. `rounds` and `burst` go to bench.time_interleaved. Returns kernel ->
+    {"chosen": variant, "median_s": {variant: s}}."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
     choice = {}
@@ -118,7 +119,7 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         for vname, lib in sorted(libs.items()):
             loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
             calls[vname] = evaluated(program(f, loaded), arrays)
-        samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, VARIANT_ROUNDS, seed)
+        samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, rounds, seed, burst)
         medians = {v: float(np.median(samples[v])) for v in calls}
         choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
     return choice

@@ -144,40 +144,7 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, seed: int) -
     """contenders.choose_variants on the GPU: each verified variant of a kernel timed (the others
     fixed at their first) in VARIANT_ROUNDS interleaved rounds of bursts of two calls, at the
     benchmark's shapes; the fastest median is kept and every median recorded."""
-    kernels = {k.name: k for k in f.kernels if k is not None}
-    first = {name: cuda.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
-    choice = {}
-    for kname, libs in sorted(variants.items()):
-        if len(libs) < 2:
-            choice[kname] = {"chosen": next(iter(libs)), "median_s": {}}
-            continue
-        calls = {v: contenders.evaluated(program(f, {**first, kname: cuda.Kernel(kernels[kname], lib)}), arrays)
-                 for v, lib in sorted(libs.items())}
-        samples = time_bursts(calls, 2, VARIANT_ROUNDS, 2, seed)
-        medians = {v: float(np.median(t)) for v, t in samples.items()}
-        choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
-    return choice
-
-
-def time_bursts(contenders: dict, warmup: int, repeats: int, burst: int, seed: int) -> dict[str, list[float]]:
-    """bench.time_interleaved with each sample the mean of `burst` back-to-back calls of one
-    contender (each call the user's whole call: its program, dispatch, output allocation and
-    mx.eval). Rounds stay shuffled and paired; a cost that only the first call after another
-    contender's work pays (what its neighbour left in the caches) is spread over the burst."""
-    names = list(contenders)
-    rng = np.random.default_rng(seed)
-    for _ in range(warmup):
-        for name in names:
-            contenders[name]()
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(repeats):
-        for index in rng.permutation(len(names)):
-            call = contenders[names[index]]
-            start = time.perf_counter()
-            for _ in range(burst):
-                call()
-            samples[names[index]].append((time.perf_counter() - start) / burst)
-    return samples
+    return contenders.choose_variants(f, variants, arrays, cuda, seed, rounds=VARIANT_ROUNDS, burst=2)
 
 
 def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repeats: int,
@@ -225,7 +192,7 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
         stats, speedup = {}, {}
         for group in ("mlx", "torch"):
             run = {n: c for n, c in baselines.items() if n.startswith(group)}
-            samples = time_bursts({"kernel": kernel, **run}, warmup, repeats, size, seed)
+            samples = bench.time_interleaved({"kernel": kernel, **run}, warmup, repeats, seed, burst=size)
             mine = samples.pop("kernel")
             stats[group] = bench.summarize(mine, seed)
             for name, s in samples.items():
@@ -233,7 +200,7 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
                 speedup[name] = bench.speedup(mine, s, seed)
         runs[size] = {"kernel": stats.pop("mlx"), "kernel_in_torch_run": stats.pop("torch"), "baselines": stats,
                       "speedup": speedup}
-    alone = {name: bench.summarize(time_bursts({name: call}, warmup, repeats, 1, seed)[name], seed)
+    alone = {name: bench.summarize(bench.time_interleaved({name: call}, warmup, repeats, seed)[name], seed)
              for name, call in {"kernel": kernel, **baselines}.items()}
     return {**runs[1], "steady": {**runs[burst], "burst": burst}, "alone": alone, "variants": choice,
             "baseline_checks": checks, "compile_s": compile_s, "bytes_moved": contenders.ideal_bytes(f),
@@ -252,7 +219,7 @@ def placement(f, loaded, fn, fast, host_arrays, device_arrays, seed: int) -> dic
         calls[f"mlx_compile_{where}"] = contenders.evaluated(mx.compile(fn), xs)
         if fast is not None:
             calls[f"mlx_fast_{where}"] = contenders.evaluated(fast, xs)
-    samples = time_bursts(calls, 3, 20, 1, seed)
+    samples = bench.time_interleaved(calls, 3, 20, seed)
     return {name: float(np.median(t)) for name, t in samples.items()}
 
 

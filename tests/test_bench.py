@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -133,3 +134,17 @@ def test_atomic_output_keeps_the_old_file_when_writing_fails(tmp_path):
             raise OSError("disk full")
     assert path.read_bytes() == b"whole"
     assert os.listdir(tmp_path) == ["plot.png"]
+
+
+def test_bursts_time_every_call_and_pair_the_rounds():
+    calls = {"a": 0, "b": 0}
+
+    def make(name, seconds):
+        def call():
+            calls[name] += 1
+            time.sleep(seconds)
+        return call
+    samples = bench.time_interleaved({"a": make("a", 0.0), "b": make("b", 0.002)}, 1, 5, seed=1, burst=3)
+    assert calls == {"a": 1 + 5 * 3, "b": 1 + 5 * 3}
+    assert len(samples["a"]) == len(samples["b"]) == 5
+    assert all(b >= 0.002 > a for a, b in zip(samples["a"], samples["b"]))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 import tempfile
 from pathlib import Path
 
@@ -441,20 +440,6 @@ def test_emulated_cuda_mutants_are_rejected(name, workdir):
     for m in mutants.plant(k, source, "cuda"):
         if isinstance(m, mutants.Mutant) and m.bug != "race":
             assert _rejected(spec, k, m.source, workdir), f"the {m.bug} mutant passed:\n{m.diff}"
-
-
-def test_bursts_time_every_call_and_pair_the_rounds():
-    calls = {"a": 0, "b": 0}
-
-    def make(name, seconds):
-        def call():
-            calls[name] += 1
-            time.sleep(seconds)
-        return call
-    samples = gpu_bench.time_bursts({"a": make("a", 0.0), "b": make("b", 0.002)}, 1, 5, 3, seed=1)
-    assert calls == {"a": 1 + 5 * 3, "b": 1 + 5 * 3}
-    assert len(samples["a"]) == len(samples["b"]) == 5
-    assert all(b >= 0.002 > a for a, b in zip(samples["a"], samples["b"]))
 
 
 def test_probe_times_the_first_calls_after_each_neighbour():
