@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -378,7 +377,7 @@ def _worse(a: dict, b: dict) -> bool:
 
 
 def _schedules_of(be, k: KernelIR, library: str, probe_k: KernelIR) -> tuple:
-    source = Path(library).with_suffix(".c")
+    source = be.source_of(library)
     text = source.read_text() if source.is_file() else None
     own = tuple(s for s in be.schedules_for(k) if be.render(k, s) == text)
     return own or be.schedules_for(probe_k)

@@ -86,31 +86,33 @@ def streaming_source() -> str:
     """Copy and triad with non-temporal stores, as the cpu backend's streaming variants write: a
     plain store reads each destination line before writing it (write-allocate), traffic the ceiling
     doesn't count, so a kernel that streams its stores could beat a plain-store ceiling. Each
-    thread streams its share in 32-byte vectors and fences; heads and tails are plain. Without AVX
-    these are the plain loops."""
+    thread streams its share in 32-byte vectors and fences; the head up to the first 64-byte line
+    and the tail are plain (whole lines streamed only). Without AVX these are the plain loops."""
     return """\
 /* Stream copy and triad with non-temporal stores; bytes counted as in stream_copy / stream_triad. */
 #include <stdint.h>
 #if defined(__AVX__)
 #include <immintrin.h>
 
-/* Elements before p + h is 32-byte aligned, as a streaming store needs. */
+/* Elements before p + h starts a 64-byte line: streaming stores then fill whole lines. */
 static long head(const float *p, long n)
 {
-    long h = (long)(((32 - ((uintptr_t)p & 31)) & 31) / 4);
+    long h = (long)(((64 - ((uintptr_t)p & 63)) & 63) / 4);
     return h < n ? h : n;
 }
 
 void stream_copy_nt(const float *restrict a, float *restrict b, long n)
 {
-    const long h = head(b, n), e = h + (n - h) / 8 * 8;
+    const long h = head(b, n), e = h + (n - h) / 16 * 16;
     for (long i = 0; i < h; i++)
         b[i] = a[i];
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (long i = h; i < e; i += 8)
+        for (long i = h; i < e; i += 16) {  /* one line an iteration: no line split between threads */
             _mm256_stream_ps(b + i, _mm256_loadu_ps(a + i));
+            _mm256_stream_ps(b + i + 8, _mm256_loadu_ps(a + i + 8));
+        }
         _mm_sfence();
     }
     for (long i = e; i < n; i++)
@@ -119,15 +121,16 @@ void stream_copy_nt(const float *restrict a, float *restrict b, long n)
 
 void stream_triad_nt(float *restrict a, const float *restrict b, const float *restrict c, float s, long n)
 {
-    const long h = head(a, n), e = h + (n - h) / 8 * 8;
+    const long h = head(a, n), e = h + (n - h) / 16 * 16;
     const __m256 vs = _mm256_set1_ps(s);
     for (long i = 0; i < h; i++)
         a[i] = b[i] + s * c[i];
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (long i = h; i < e; i += 8)
-            _mm256_stream_ps(a + i, _mm256_add_ps(_mm256_loadu_ps(b + i), _mm256_mul_ps(vs, _mm256_loadu_ps(c + i))));
+        for (long i = h; i < e; i += 16)
+            for (long q = i; q < i + 16; q += 8)
+                _mm256_stream_ps(a + q, _mm256_add_ps(_mm256_loadu_ps(b + q), _mm256_mul_ps(vs, _mm256_loadu_ps(c + q))));
         _mm_sfence();
     }
     for (long i = e; i < n; i++)

@@ -207,7 +207,7 @@ def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: 
         library = validation["verified"][k.name][variant]
         verdict = next(c for c in validation["candidates"]
                        if c.get("kernel") == k.name and c["variant"] == variant)
-        entry = store.store(k, backend, variant, Path(library).with_suffix(".c").read_text(), library,
+        entry = store.store(k, backend, variant, backends.get(backend).source_of(library).read_text(), library,
                             {**verdict, "gate": "pipeline judge"},
                             {**figures, "op": validation["op"], "variants": timed["variants"][k.name]},
                             "pipeline")
@@ -245,9 +245,7 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
         ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
         chosen[k.name] = (ours or verified)[0]
     libraries = {n: validation["verified"][n][v] for n, v in chosen.items()}
-    # a GPU backend's "library" is its checked source; the CPU's is a shared object beside its .c
-    sources = {n: (Path(lib) if backend in ("cuda", "metal") else Path(lib).with_suffix(".c")).read_text()
-               for n, lib in libraries.items()}
+    sources = {n: be.source_of(lib).read_text() for n, lib in libraries.items()}
     result = mutants.evaluate(spec, backend, kernels, sources, libraries, Settings(**settings),
                               Path(cache_dir), jobs)
     artifacts.write_json(out, {**head, **result, "variants": chosen})

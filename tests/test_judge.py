@@ -273,7 +273,7 @@ def test_sweeps_cover_every_sixteen_bit_value_and_every_float32_binade():
 class SloppyExp:
     """The cpu backend with an exp 8 ulps high: its kernels call a sloppy function."""
     NAME, Kernel = "cpu", cpu.Kernel
-    build, schedules_for = staticmethod(cpu.build), staticmethod(cpu.schedules_for)
+    build, schedules_for, source_of = staticmethod(cpu.build), staticmethod(cpu.schedules_for), staticmethod(cpu.source_of)
 
     @staticmethod
     def render(k, schedule):

@@ -13,7 +13,7 @@ are rounded after every op, as the reference does, so exact ops stay bit-exact.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .. import dtypes
 from ..interp import const_array
@@ -261,6 +261,11 @@ class CRenderer(CFamily):
         asks a split loop to fetch the next row's inputs while it computes on this one's."""
         if reductions and self.s.split:
             return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch)
+        return self.simd_loop(indent, body, lo, hi, reductions, lines_for)
+
+    def simd_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int] = (),
+                  lines_for: dict[int, list[str]] | None = None) -> list[str]:
+        """One `omp simd` loop over j, reductions in its clauses."""
         clauses = []
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
@@ -310,8 +315,7 @@ class CRenderer(CFamily):
             if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                 combine += f" n{r} |= m{r}[l];"
             lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ {combine} }}")
-        plain = replace(self.s, split=0)
-        lines += type(self)(self.k, plain).loop(inner, body, "jm", hi, reductions, lines_for)
+        lines += self.simd_loop(inner, body, "jm", hi, reductions, lines_for)
         lines.append(f"{indent}}}")
         return lines
 

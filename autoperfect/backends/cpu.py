@@ -117,6 +117,11 @@ class Build:
                 "seconds": round(self.seconds, 3), "cached": self.cached, "key": self.key}
 
 
+def source_of(library: str) -> Path:
+    """The rendered source a built library came from (kept beside it)."""
+    return Path(library).with_suffix(".c")
+
+
 def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) -> Build:
     """Compile `source` into a shared library, reusing an earlier build of the same source."""
     cache_dir = Path(cache_dir or default_cache_dir())

@@ -251,6 +251,11 @@ def compiler() -> str:
     return f"nvcc: {out.strip().splitlines()[-2]} (check only; MLX compiles with NVRTC)"
 
 
+def source_of(library: str) -> Path:
+    """The rendered source a build kept: the "library" is that source itself (`.cu`)."""
+    return Path(library)
+
+
 def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) -> Build:
     """Compile-check `source` with nvcc for sm_90; the "library" is the checked source, kept by hash.
     Without nvcc the source is kept unchecked (ok, with a log saying so): MLX compiles it anyway."""

@@ -273,6 +273,11 @@ def compiler() -> str:
            "compiler runs on Apple machines only)"
 
 
+def source_of(library: str) -> Path:
+    """The rendered source a build kept: the "library" is that source itself (`.metal`)."""
+    return Path(library)
+
+
 def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) -> Build:
     """Check `source` (module docstring); the "library" is the checked source, kept by hash."""
     cache_dir = Path(cache_dir or default_cache_dir())

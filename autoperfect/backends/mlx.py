@@ -141,6 +141,11 @@ def check_source(source: str) -> str | None:
     return None
 
 
+def source_of(library: str) -> Path:
+    """The rendered source a build kept: the "library" is that source itself (`.py`)."""
+    return Path(library)
+
+
 def build(source: str, cache_dir: Path | None = None, timeout_s: float = 0) -> Build:
     """Check the source statically and store it by hash; nothing outside `mx` can run."""
     cache_dir = Path(cache_dir or default_cache_dir())
