@@ -58,11 +58,11 @@ def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, r
     for _ in range(repeats):
         for index in rng.permutation(len(names)):
             name = names[index]
-            samples[name].append(_time_burst(contenders[name], burst))
+            samples[name].append(time_burst(contenders[name], burst))
     return samples
 
 
-def _time_burst(call: Callable[[], object], burst: int) -> float:
+def time_burst(call: Callable[[], object], burst: int) -> float:
     start = time.perf_counter()
     for _ in range(burst):
         call()

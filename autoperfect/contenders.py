@@ -44,6 +44,17 @@ def evaluated(fn, args):
     return call
 
 
+def pipelined(fn, args, calls: int):
+    """`calls` calls of `fn` queued lazily and evaluated once, as a model's step queues its ops
+    before one mx.eval: each call still allocates its output and is dispatched; only the wait for
+    the device is shared. A sample of it divided by `calls` is the time per call in a pipeline."""
+    import mlx.core as mx
+
+    def call():
+        mx.eval([fn(*args) for _ in range(calls)])
+    return call
+
+
 def fast_baseline(spec: OpSpec):
     """The spec's `fast:` expression as a function of the inputs, or None."""
     import mlx.core as mx
@@ -99,14 +110,17 @@ def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dic
 
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
-                    baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1) -> dict[str, dict]:
+                    baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1,
+                    pipeline: int = 0) -> dict[str, dict]:
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
     fastest. The variants are interleaved with the `baselines` too, in rounds of their own before
     the benchmark's: a variant is chosen in the state the benchmark will time it in (caches that
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
     plain ones among the variants alone, and 1.08 ms against 1.45 ms with the caches evicted
-    between calls. `rounds` and `burst` go to bench.time_interleaved. Returns kernel ->
+    between calls. `rounds` and `burst` go to bench.time_interleaved; with `pipeline`, each sample
+    is that many calls queued and evaluated once (`pipelined`), so the device's time decides rather
+    than the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
     {"chosen": variant, "median_s": {variant: s}}."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
@@ -118,9 +132,10 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         calls = {}
         for vname, lib in sorted(libs.items()):
             loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
-            calls[vname] = evaluated(program(f, loaded), arrays)
+            run = program(f, loaded)
+            calls[vname] = pipelined(run, arrays, pipeline) if pipeline else evaluated(run, arrays)
         samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, rounds, seed, burst)
-        medians = {v: float(np.median(samples[v])) for v in calls}
+        medians = {v: float(np.median(samples[v])) / max(1, pipeline) for v in calls}
         choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
     return choice
 

@@ -3,6 +3,8 @@
 # ../shared/device/README.md's two calls (the wheel's first half copied to /tmp/parts):
 #   run, carry [".whlB", ".whl-install.sh", ".gpu"], command: cd .gpu && AP_ROOT=.. bash scripts/device_run.sh run
 #   run (while warm), carry [".gpu"], command:                 cd .gpu && bash scripts/device_run.sh mutants
+# `run` is `prepare` (install, GPU tests, stages and judge) then `bench` (roofline and benchmarks),
+# which can also be two calls while the machine stays warm (each under the device's 600 s limit).
 # `run` installs MLX's CUDA build (from AP_ROOT, where .whl-install.sh and .whlB are), runs the GPU tests
 # beside the pipeline's stages and the judge (`--phase prepare`), then alone on the GPU the roofline and
 # the benchmarks (`--phase bench`); `mutants` plants the judge's bugs and judges them on the GPU. Each
@@ -11,22 +13,25 @@
 set -uo pipefail
 phase=${1:-run}
 R=${AP_RESULTS:-/tmp/h200}
-if [ "$phase" = run ]; then  # (rerun installs too, below)
+if [ "$phase" = run ] || [ "$phase" = prepare ]; then  # (rerun installs too, below)
   (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 PY=python3
 pack() { tar czf "$OUT/h200.tar.gz" -C "$(dirname "$R")" "$(basename "$R")"; }
 case "$phase" in
-  run)
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-      --format=csv | tee "$OUT/gpu.csv"
-    (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
-     echo "pytest rc=$?" >> "$OUT/pytest.log") &
-    tests=$!
-    $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" 2>&1 \
-      | tee "$OUT/run.log"
-    wait "$tests"; tail -3 "$OUT/pytest.log"
+  run|prepare|bench)
+    if [ "$phase" != bench ]; then
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+        --format=csv | tee "$OUT/gpu.csv"
+      (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
+       echo "pytest rc=$?" >> "$OUT/pytest.log") &
+      tests=$!
+      $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" 2>&1 \
+        | tee "$OUT/run.log"
+      wait "$tests"; tail -3 "$OUT/pytest.log"
+    fi
+    [ "$phase" = prepare ] && { pack; exit 0; }
     # the clocks and power while the benchmarks run, five times a second
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
       --format=csv -lms 200 > "$OUT/clocks.csv" 2>&1 &
@@ -52,5 +57,5 @@ case "$phase" in
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
       | tee -a "$OUT/gpu.csv"
     pack ;;
-  *) echo "usage: device_run.sh run|mutants|rerun" >&2; exit 2 ;;
+  *) echo "usage: device_run.sh run|prepare|bench|mutants|rerun" >&2; exit 2 ;;
 esac

@@ -148,3 +148,51 @@ def test_bursts_time_every_call_and_pair_the_rounds():
     assert calls == {"a": 1 + 5 * 3, "b": 1 + 5 * 3}
     assert len(samples["a"]) == len(samples["b"]) == 5
     assert all(b >= 0.002 > a for a, b in zip(samples["a"], samples["b"]))
+
+
+def test_pipelined_queues_the_calls_and_evaluates_them_once(monkeypatch):
+    import mlx.core as mx
+
+    from autoperfect import contenders
+
+    made, evaluated = [], []
+    monkeypatch.setattr(mx, "eval", lambda *a: evaluated.append(a))
+    call = contenders.pipelined(lambda x: made.append(x) or x, (7,), 4)
+    call()
+    assert made == [7, 7, 7, 7]
+    assert evaluated == [([7, 7, 7, 7],)]
+
+
+def test_variants_are_chosen_per_call_when_pipelined(monkeypatch):
+    """With `pipeline`, a variant's median is per call: a sample of `pipeline` queued calls over
+    their count, so the faster variant wins and the medians stay in seconds per call."""
+    from autoperfect import contenders
+
+    cost = {"slow": 0.004, "fast": 0.001}
+    queued = []
+
+    class Kernel:
+        def __init__(self, k, lib):
+            self.lib = lib
+
+    def program(f, loaded):
+        return lambda: queued.append(loaded["k"].lib)
+
+    def pipelined(fn, args, n):
+        def call():
+            for _ in range(n):
+                fn()
+            time.sleep(cost[queued[-1]] * n)
+        return call
+
+    class F:
+        kernels = [type("K", (), {"name": "k"})()]
+    monkeypatch.setattr(contenders, "program", program)
+    monkeypatch.setattr(contenders, "pipelined", pipelined)
+    be = type("Backend", (), {"Kernel": Kernel})
+    choice = contenders.choose_variants(F(), {"k": {"slow": "slow", "fast": "fast"}}, (), be, seed=3,
+                                        rounds=3, pipeline=5)
+    assert choice["k"]["chosen"] == "fast"
+    assert 0.004 <= choice["k"]["median_s"]["slow"] < 0.008
+    assert 0.001 <= choice["k"]["median_s"]["fast"] < 0.004
+    assert len(queued) == 5 * 2 * (2 + 3)  # every sample queued `pipeline` calls (warm-up rounds too)
