@@ -27,7 +27,8 @@ case "$phase" in
       (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
        echo "pytest rc=$?" >> "$OUT/pytest.log") &
       tests=$!
-      $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" 2>&1 \
+      $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" \
+        ${AP_OPS:+--ops "$AP_OPS"} 2>&1 \
         | tee "$OUT/run.log"
       wait "$tests"; tail -3 "$OUT/pytest.log"
     fi
@@ -36,7 +37,8 @@ case "$phase" in
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
       --format=csv -lms 200 > "$OUT/clocks.csv" 2>&1 &
     smi=$!
-    timeout "${AP_BENCH_S:-250}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench 2>&1 \
+    timeout "${AP_BENCH_S:-250}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench \
+      ${AP_OPS:+--ops "$AP_OPS"} 2>&1 \
       | tee -a "$OUT/run.log"
     kill "$smi"
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
