@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable
 
 from . import dtypes
@@ -76,7 +77,7 @@ class Graph:
     nodes: tuple[Node, ...]
     outputs: tuple[int, ...]
 
-    @property
+    @cached_property  # a program asks at every call (the graph is immutable)
     def inputs(self) -> tuple[Node, ...]:
         return tuple(sorted((n for n in self.nodes if n.op is Op.INPUT), key=lambda n: n.attr("index")))
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -86,11 +87,11 @@ class KernelIR:
     binds: tuple[int, ...]       # graph node each arg reads (inputs) or writes (outputs)
     lines: tuple[str, ...] = ()  # user source lines this kernel computes
 
-    @property
+    @cached_property  # asked at every call of a program (the IR is immutable)
     def inputs(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.args if a.role == "in")
 
-    @property
+    @cached_property
     def outputs(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.args if a.role == "out")
 

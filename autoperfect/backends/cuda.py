@@ -344,6 +344,7 @@ class Kernel:
                        output_names=[n for n, _ in self.meta["outputs"]], source=body, header=header)
         self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launches: dict[Launch, dict] = {}
+        self._default = self.launch_args(kernel.launch)  # a call at the kernel's own launch skips the lookup
 
     @staticmethod
     def missing_device() -> str:
@@ -368,7 +369,7 @@ class Kernel:
 
     def __call__(self, inputs: Sequence, launch: Launch | None = None, out_shapes=None, init=None) -> list:
         """The outputs, lazily; `out_shapes` and `init` (a fill value) are the judge's."""
-        args = self.launch_args(launch or self.k.launch)
+        args = self._default if launch is None or launch is self.k.launch else self.launch_args(launch)
         if out_shapes is not None:
             args = {**args, "output_shapes": [list(s) for s in out_shapes], "init_value": init}
         return self.fn(inputs=list(inputs), output_dtypes=self.out_dtypes, **args)
