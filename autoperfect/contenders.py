@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from . import backends, bench, dtypes, interp, native
+from . import backends, bench, dtypes, interp, native, roofline
 from .judge import draw
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
@@ -167,10 +167,19 @@ def measure(payload: dict) -> dict:
     loaded = {k.name: be.Kernel(k, payload["variants"][k.name][choice[k.name]["chosen"]])
               for k in f.kernels if k is not None}
     contenders["kernel"] = evaluated(program(f, loaded), arrays)
-    samples = bench.time_interleaved(contenders, payload["warmup"], payload["repeats"], seed)
+    # the roofline's stream kernels moving the op's ideal bytes, in the same rounds: the ceiling in
+    # the cache state the neighbours leave (not contenders: no speedup is taken over them)
+    streams = roofline.stream_calls(roofline.load_kernels(roofline.DEFAULT_CACHE_DIR), ideal_bytes(f))
+    samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
+                                     payload["warmup"], payload["repeats"], seed)
+    in_rounds = {n: {"median_s": float(np.median(samples.pop(f"stream_{n}"))), "bytes": moved}
+                 for n, (_, moved) in streams.items()}
+    for r in in_rounds.values():
+        r["gbps"] = r["bytes"] / r["median_s"] / 1e9
     kernel = samples.pop("kernel")
     extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
     return {**extra, "kernel": bench.summarize(kernel, seed),
+            "stream_in_rounds": {"gbps": max(r["gbps"] for r in in_rounds.values()), "kernels": in_rounds},
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
             "variants": choice, "baseline_checks": checks, "compile_s": compile_s,

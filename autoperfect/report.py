@@ -41,6 +41,7 @@ class Timing:
     condition: str
     bytes_moved: int
     bound: dict | None = None     # bench.json's classification: the roofline's time and what binds
+    stream_gbps: float | None = None  # the stream kernels timed in the same rounds (older files: none)
 
     @property
     def gbps(self) -> float:
@@ -118,9 +119,16 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       speedup={name: _checked(s, "median", "ci95")
                                for name, s in section.get("speedup", {}).items()},
                       condition=str(section.get("condition", "condition not recorded")),
-                      bytes_moved=int(measured["bytes_moved"]), bound=_bound(measured.get("classification")))
+                      bytes_moved=int(measured["bytes_moved"]), bound=_bound(measured.get("classification")),
+                      stream_gbps=_stream_gbps(section.get("stream_in_rounds")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
+
+
+def _stream_gbps(record: object) -> float | None:
+    """The best stream kernel's GB/s in the kernel's own rounds, if bench.json has it."""
+    gbps = record.get("gbps") if isinstance(record, dict) else None
+    return float(gbps) if _is_number(gbps) and gbps > 0 else None
 
 
 def _bound(classification: object) -> dict | None:
@@ -201,13 +209,15 @@ def _timing_cells(timing: Timing, baselines: list[str], ceiling: dict | None) ->
         cells.append(f"{timing.bound['bound']}: {100 * timing.bound['seconds'] / timing.kernel['median_s']:.0f}%")
     else:
         cells.append(NONE)
+    cells.append(f"{100 * timing.gbps / timing.stream_gbps:.0f}% of {timing.stream_gbps:.1f}"
+                 if timing.stream_gbps else NONE)
     return cells
 
 
 def _table(rows: list[Row], condition: str, baselines: list[str], ceiling: dict | None) -> list[str]:
     header = ["op", "backend", "verdict", "kernel ms [95% CI]",
               *(f"{name}: median ms, speedup [95% CI]" for name in baselines), "GB/s", "% of stream BW",
-              "bound: % of roofline"]
+              "bound: % of roofline", "% of a stream kernel in the same rounds (GB/s)"]
     lines = [_table_row(header), _table_row(["---"] * len(header))]
     for row in rows:
         timing = row.timings.get(condition)

@@ -282,6 +282,26 @@ def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
                               for name, times in samples.items()}}
 
 
+def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable[[], None], int]]:
+    """The four stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
+    bytes/12), each as (call, bytes it moves): timed among an op's contenders, in the same rounds,
+    they are the ceiling in the op's own cache state (what the neighbours leave in the caches,
+    dirty lines included), which a stream measured alone over arrays beyond the caches is not."""
+    calls = {}
+    for name, per in BYTES_PER_ELEMENT.items():
+        n = max(1, bytes_moved // per)
+        a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
+        kernel = getattr(kernels, name)
+        if name.startswith("copy"):
+            call = (lambda k, a, b, n: lambda: k(a.ctypes.data, b.ctypes.data, n))(kernel, a, b, n)
+        else:
+            call = (lambda k, a, b, c, n: lambda: k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n))(
+                kernel, a, b, c, n)
+        call.buffers = (a, b, c)  # kept alive with the call
+        calls[name] = (call, per * n)
+    return calls
+
+
 def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
     """FMA peak in GFLOP/s (an FMA counts 2), from runs of at least `seconds` each."""
     threads = ctypes.c_int(0)

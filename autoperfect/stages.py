@@ -172,18 +172,22 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling)
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
-                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s", "scaling")
+                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s", "scaling",
+                                        "stream_in_rounds")
                    if k in warm},
         "achieved_gbps": warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9,
         # the roofline's time over the kernel's: achieved bandwidth over the stream bandwidth for a
         # memory-bound op, achieved work rate over the ceilings for a compute-bound one
         "roofline_fraction": limit["seconds"] / warm["kernel"]["median_s"],
         "bandwidth_fraction": roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling),
+        # against the stream kernels timed in the kernel's own rounds (the same cache state)
+        "stream_in_rounds_fraction": roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"],
+                                                       {"bandwidth_gbps": warm["stream_in_rounds"]["gbps"]}),
         "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"], "fma_gflops": ceiling["fma_gflops"],
                      "measured_at": ceiling.get("measured_at")},
         "classification": limit,
-        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch")
-                              if k in cold}})
+        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
+                                                   "stream_in_rounds") if k in cold}})
 
 
 def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: str, out: str) -> None:

@@ -131,3 +131,15 @@ def test_the_bound_column_names_what_binds_and_the_share_of_the_roofline(results
 
 def test_a_bench_json_without_a_classification_shows_no_bound(results):
     assert all(line.rstrip().endswith(f"| {report.NONE} |") for line in _rows_of(_build(results), "chain"))
+
+
+def test_the_stream_column_is_the_share_of_the_stream_kernels_in_the_same_rounds(results):
+    """bench.json's stream_in_rounds (per condition): the kernel's GB/s over the best stream kernel
+    timed in its own rounds; a file without it shows none."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["stream_in_rounds"] = {"gbps": 2 * 4 * 4 * (1 << 24) / 0.0097 / 1e9}   # twice the kernel's rate
+    data["default_allocator"]["stream_in_rounds"] = {"gbps": 4 * 4 * (1 << 24) / 0.0371 / 1e9}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    warm, default = _rows_of(_build(results), "chain")
+    assert warm.rstrip().endswith("| 50% of 55.3 |")
+    assert default.rstrip().endswith("| 100% of 7.2 |")

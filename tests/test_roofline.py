@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from autoperfect import roofline
@@ -60,3 +61,21 @@ def test_main_writes_sorted_json(tmp_path, cache_dir):
     data = json.loads(text)
     assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
     assert data["bandwidth_gbps"] > 0
+
+
+def test_stream_calls_move_the_ops_bytes_and_run(cache_dir):
+    """Sized to an op's ideal traffic: copy over bytes/8 elements, triad over bytes/12 (whole
+    elements), and each call really runs its kernel (the output array holds the result)."""
+    kernels = roofline.load_kernels(cache_dir)
+    calls = roofline.stream_calls(kernels, 3 * 4 * 1000 + 5)
+    assert set(calls) == set(roofline.BYTES_PER_ELEMENT)
+    assert calls["copy"][1] == 8 * ((3 * 4 * 1000 + 5) // 8)
+    assert calls["triad_nt"][1] == 12 * 1000
+    for name, (call, _) in calls.items():
+        a, b, c = call.buffers
+        a[:], b[:], c[:] = 7.0, 2.0, 5.0
+        call()
+        if name.startswith("copy"):   # stream_copy(src, dst, n)
+            assert np.all(b == 7.0), name
+        else:                         # stream_triad(dst, b, c, s, n): dst = b + s c
+            assert np.all(a == 2.0 + 3.0 * 5.0), name
