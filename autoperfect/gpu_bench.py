@@ -140,8 +140,8 @@ def _torch_calls(f, xs, checks: dict, ref: list[np.ndarray]) -> tuple[dict, dict
 
 VARIANT_ROUNDS = 15
 # calls queued per sample in the pipelined condition (contenders.pipelined): the device's time per
-# call. One call per sample waits for the device each time, and that wait (0.08-0.18 ms on the H200,
-# 2026-12-01) is a third of a 1 GiB op and varies by more than the variants differ.
+# call. One call per sample waits for the device each time, and that wait (0.07-0.12 ms a call on
+# the H200, 2026-12-01, run 4) is a third of a 1 GiB op and varies by more than the variants differ.
 PIPELINE = 10
 
 
@@ -160,8 +160,8 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
     baseline of its own run), once with one call per sample, once with bursts of `burst` calls
     (`steady`, each call waited for) and once with PIPELINE calls queued per sample and waited for
     once (`pipelined`: the device's time per call, as in a model's step), then every contender
-    alone, back to back. On the H200 the first call after other work paid 0.03-0.17 ms that the
-    next calls did not (`probe`): all four are reported. Every contender is checked against MLX
+    alone, back to back. On the H200 the first call after other work paid 0.02-0.17 ms that the
+    next calls did not (`probe`, runs 2 and 4): all four are reported. Every contender is checked against MLX
     eager first (the float64 answer key is the judge's, at smaller sizes)."""
     import mlx.core as mx
 
