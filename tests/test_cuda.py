@@ -505,3 +505,55 @@ def test_summary_states_the_goals_per_condition(tmp_path):
     assert old["goals"]["geomean_over_torch_compile"][2] is None
     text = "\n".join(gpu_bench.markdown(old))
     assert "- pipelined: not measured for every op." in text and "calls queued" not in text
+
+
+class _StandIn:
+    """cuda.Kernel's interface, computing the op with MLX (on the CPU): the measurement's plumbing
+    runs without a GPU."""
+
+    def __init__(self, kernel, library, fn=None):
+        self.k, self.fn = kernel, fn
+
+    def __call__(self, inputs, launch=None, out_shapes=None, init=None):
+        return [self.fn(*inputs)]
+
+
+def test_measure_times_the_compiled_kernel_and_its_program_in_every_condition(monkeypatch):
+    """gpu_bench.measure: the chosen kernel (its program inside mx.compile) against the program as
+    is and MLX's contenders, one call per wait, in bursts, queued and alone; every variant's median
+    is recorded."""
+    _, specs = gpu_bench.load_config("configs/h200.yaml")
+    spec = specs["rmsnorm"].with_shapes({"x": (8, 256), "w": (256,)})
+    fn = spec.function()
+    monkeypatch.setattr(cuda, "Kernel", lambda k, lib: _StandIn(k, lib, fn))
+    monkeypatch.setattr(gpu_bench, "_torch_calls", lambda f, xs, checks, ref: ({}, {}, {}))
+    monkeypatch.setattr(gpu_bench, "placement", lambda *a: {})
+    monkeypatch.setattr(gpu_bench, "machine", lambda: {})
+    (name,) = [k.name for k in front(spec).kernels if k]
+    m = gpu_bench.measure(spec, {name: {"g128_v4": "a", "g256_v4": "b"}}, warmup=1, repeats=3, burst=2)
+    contenders = {"kernel_uncompiled", "mlx_eager", "mlx_compile", "mlx_fast"}
+    for run in (m, m["steady"], m["pipelined"]):
+        assert set(run["baselines"]) == set(run["speedup"]) == contenders
+        assert run["kernel"]["median_s"] > 0
+    assert m["steady"]["burst"] == 2 and m["pipelined"]["calls"] == gpu_bench.PIPELINE
+    assert set(m["alone"]) == {"kernel", *contenders}
+    assert set(m["variants"][name]["median_s"]) == {"g128_v4", "g256_v4"}
+    assert m["baseline_checks"]["kernel"] and m["baseline_checks"]["kernel_uncompiled"]
+
+
+def test_roofline_measures_both_ways_with_stand_in_kernels(monkeypatch):
+    """measure_roofline's plumbing without a GPU: per schedule one call per wait and queued, the
+    best of each kind kept, the pipelined ceiling beside the other."""
+    monkeypatch.setattr(cuda, "build", lambda source: type("B", (), {"library": "x"})())
+    monkeypatch.setattr(cuda, "Kernel", lambda k, lib: (lambda inputs: [inputs[0] + 1]))
+    monkeypatch.setattr(mx.fast, "cuda_kernel", lambda **kw: (lambda **a: [mx.zeros((4,))]), raising=False)
+    monkeypatch.setattr(gpu_bench, "_torch_copy", lambda n: 1.0)
+    monkeypatch.setattr(gpu_bench, "machine", lambda: {})
+    monkeypatch.setattr(gpu_bench, "STREAM_ELEMENTS", 1 << 14)
+    r = gpu_bench.measure_roofline(quick=True)
+    for kind in ("copy", "triad"):
+        assert {f"{p}{kind}.{s.name}" for p in ("", "pipelined_") for s in cuda.ELEMENTWISE} <= set(r["by_schedule"])
+        assert r[f"pipelined_{kind}_gbps"] == max(v for k, v in r["by_schedule"].items()
+                                                  if k.startswith(f"pipelined_{kind}."))
+    assert r["pipelined_bandwidth_gbps"] == max(r["pipelined_copy_gbps"], r["pipelined_triad_gbps"])
+    assert r["bandwidth_gbps"] == max(r["copy_gbps"], r["triad_gbps"]) > 0
