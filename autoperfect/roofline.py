@@ -271,12 +271,7 @@ def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
     """Best copy and triad bandwidth at `n` elements per array, with plain and with streaming
     stores, the four alternating."""
     a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
-    calls = {
-        "copy": lambda: kernels.copy(a.ctypes.data, b.ctypes.data, n),
-        "triad": lambda: kernels.triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n),
-        "copy_nt": lambda: kernels.copy_nt(a.ctypes.data, b.ctypes.data, n),
-        "triad_nt": lambda: kernels.triad_nt(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n),
-    }
+    calls = {name: _stream_call(kernels, name, a, b, c) for name in BYTES_PER_ELEMENT}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
     return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
                               for name, times in samples.items()}}
@@ -290,16 +285,19 @@ def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable
     calls = {}
     for name, per in BYTES_PER_ELEMENT.items():
         n = max(1, bytes_moved // per)
-        a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
-        kernel = getattr(kernels, name)
-        if name.startswith("copy"):
-            call = (lambda k, a, b, n: lambda: k(a.ctypes.data, b.ctypes.data, n))(kernel, a, b, n)
-        else:
-            call = (lambda k, a, b, c, n: lambda: k(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n))(
-                kernel, a, b, c, n)
-        call.buffers = (a, b, c)  # kept alive with the call
+        buffers = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
+        call = _stream_call(kernels, name, *buffers)
+        call.buffers = buffers  # kept alive with the call
         calls[name] = (call, per * n)
     return calls
+
+
+def _stream_call(kernels: Kernels, name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Callable[[], None]:
+    """One stream kernel over whole arrays: copy a into b, or triad a = b + 3c."""
+    kernel, n = getattr(kernels, name), a.size
+    if name.startswith("copy"):
+        return lambda: kernel(a.ctypes.data, b.ctypes.data, n)
+    return lambda: kernel(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n)
 
 
 def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
