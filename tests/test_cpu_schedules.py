@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from autoperfect import backends
-from autoperfect.backends import cpu
+from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
 from autoperfect.judge import Settings, judge_candidates
 from autoperfect.kernel_ir import Launch
@@ -161,7 +161,7 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert not any(s.stream for s in cpu.schedules_for(kernel_of(SOFTMAX)))
     norm = kernel_of(spec_of("n", "def n(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))\n",
                              x={"shape": [4, 64], "dtype": "float32"}))
-    assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16"}
+    assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
     half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",
                              x={"shape": [1000], "dtype": "float32"}))
     assert not any(BE.render(half, s).count("AP_NT_STORE(") for s in cpu.schedules_for(half))
@@ -247,3 +247,25 @@ def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
                               x={"shape": [4, 64], "dtype": "float32"}))
     assert " q" not in BE.render(exact, fast)
     assert BE.render(exact, fast) == BE.render(exact, Schedule("r"))
+
+
+# -- FMA contraction ----------------------------------------------------------------------------------
+
+PRAGMA = '#pragma GCC optimize ("fp-contract=fast")'
+
+
+def test_fma_contraction_is_offered_where_the_tolerance_allows_and_a_product_feeds_a_sum():
+    """Exact kernels must match the reference bit for bit: never contracted, even when asked. An
+    approximate kernel gets an `_fma` twin of its last wide variant if a product feeds a sum (a
+    row sum of squares counts); softmax has none, so no twin."""
+    exact_k = kernel_of(spec_of("c", "def c(a, b):\n    return a * b + a\n",
+                                a={"shape": [64], "dtype": "float32"}, b={"shape": [64], "dtype": "float32"}))
+    assert cfamily.exact(exact_k)
+    assert not any(s.contract for s in cpu.schedules_for(exact_k))
+    assert PRAGMA not in BE.render(exact_k, Schedule("forced", contract=True))
+    assert not any(s.contract for s in cpu.schedules_for(kernel_of(SOFTMAX)))
+    norm = kernel_of(spec_of("n", "def n(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))\n",
+                             x={"shape": [4, 64], "dtype": "float32"}))
+    *others, twin = cpu.schedules_for(norm)
+    assert twin.name == f"{others[-1].name}_fma" and twin.contract and not others[-1].contract
+    assert PRAGMA in BE.render(norm, twin) and PRAGMA not in BE.render(norm, others[-1])

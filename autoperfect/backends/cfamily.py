@@ -106,6 +106,7 @@ class Schedule:
     split: int = 0            # reductions keep this many partial results (independent add chains) before combining
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
     prefetch: bool = False    # row kernels' last reducing pass (split) prefetches the next row's inputs
+    contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
 
 
 class CFamily:
@@ -331,6 +332,8 @@ class CRenderer(CFamily):
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers] + self.vector_math_declarations() + ["", PRELUDE]
         out += self.streaming_prelude() if self.streams() else []
+        if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
+            out.append('#pragma GCC optimize ("fp-contract=fast")')
         out += self.header()
         out += self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         out.append("}")

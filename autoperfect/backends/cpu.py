@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
-from .cfamily import CRenderer, Schedule
+from ..ops import Op
+from .cfamily import CRenderer, Schedule, exact
 from .schedule import plan, stash
 
 NAME = "cpu"
@@ -62,18 +63,30 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     The fastest plain variant of each kind also has a `_v16` twin (`wide`): AVX-512's 16 lanes,
     reductions in partial results, reciprocals of row divisors, the next row prefetched,
     streaming stores; plain row kernels also try the split and the reciprocals at the compiler's
-    width (`rows_split`)."""
+    width (`rows_split`). Where the kernel is not exact (its tolerance is the error analysis's, not
+    the reference's bits), the last wide variant also has an `_fma` twin: a*b+c contracted."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         if kernel.kind == "row" and stash(kernel, plan(kernel)):
             stashed = replace(MATH_SCHEDULES[1], name="libmvec_stash", stash=True)
             found += (stashed, wide(stashed))
-        return found
-    if kernel.kind == "elementwise":
+    elif kernel.kind == "elementwise":
         streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
-        return SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
-    rows = Schedule("rows", compensate=COMPENSATE_FROM)
-    return (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
+        found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
+    else:
+        rows = Schedule("rows", compensate=COMPENSATE_FROM)
+        found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
+    if exact(kernel) or not contractible(kernel):
+        return found
+    return found + (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)
+
+
+def contractible(kernel: KernelIR) -> bool:
+    """Whether a product feeds a sum, a difference or a row sum (whose loop adds it to a partial):
+    what FMA contraction would fuse."""
+    body = kernel.body
+    products = (Op.MUL, Op.SQUARE)
+    return any(i.op in (Op.ADD, Op.SUB, Op.SUM) and any(body[s].op in products for s in i.srcs) for i in body)
 
 
 def wide(s: Schedule) -> Schedule:
