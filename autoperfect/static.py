@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .backends.cfamily import CRenderer
+from .backends.cfamily import FP_CONTRACT, CRenderer
 from .ops import ELEMENTWISE, REDUCE, Op
 
 MAX_BYTES = 256 * 1024
@@ -87,12 +87,16 @@ class CRules:
     includes: tuple[str, ...]   # exactly the headers the target's renderer emits (GPU: none, MLX's own)
     pragmas: re.Pattern
     exported: bool              # checked: the call allow-list and the kernel's exported ABI
+    verbatim: tuple[str, ...] = ()  # `#pragma GCC optimize` lines allowed, exactly as written
 
 
 UNROLL = r"|GCC unroll \d+|unroll( \d+)?"
+# FMA contraction for one kernel (Schedule.contract) changes only rounding, which the judge checks;
+# any other optimize string (fast-math, say) stays refused
 C_RULES = {
-    "cpu": CRules(CRenderer.includes, re.compile(rf"(omp (simd|parallel for|parallel|for|declare simd){UNROLL})\b"),
-                  True),
+    "cpu": CRules(CRenderer.includes,
+                  re.compile(rf'((omp (simd|parallel for|parallel|for|declare simd){UNROLL})\b|GCC optimize \(""\)$)'),
+                  True, (FP_CONTRACT,)),
     "cuda": CRules((), re.compile(rf"({UNROLL[1:]})\b"), False),
     "metal": CRules((), re.compile(rf"(METAL fp contract\(off\){UNROLL})"), False),
 }
@@ -183,6 +187,7 @@ def _line(code: str, pos: int) -> int:
 
 
 def _check_c(source: str, kernel: str, rules: CRules) -> None:
+    _check_verbatim(source, rules)
     code = _without_attributes(_strip(source))
     m = DIGRAPH.search(code)
     if m:
@@ -203,12 +208,25 @@ def _check_c(source: str, kernel: str, rules: CRules) -> None:
 def _check_calls(code: str) -> None:
     defined = {d.group(1) for d in DEFINITION.finditer(code)} | set(MACRO.findall(code))
     allowed = defined | MATH | OPENMP | BUILTINS | INTRINSICS | KEYWORDS
-    # an OpenMP clause such as reduction(+:a) is no call
-    code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: OMP_CLAUSES.sub(",(", p.group()), code)
+    # an OpenMP clause such as reduction(+:a) is no call, nor is GCC optimize ("...") (_check_verbatim's)
+    code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: "" if OPTIMIZE.match(p.group())
+                  else OMP_CLAUSES.sub(",(", p.group()), code)
     for m in CALL.finditer(code):
         if m.group(1) not in allowed:
             raise Rejected(f"line {_line(code, m.start())}: calls {m.group(1)}, which is neither defined in "
                            "the source nor an allowed math, OpenMP or compiler function")
+
+
+OPTIMIZE = re.compile(r"\s*#\s*pragma\s+GCC\s+optimize\b")
+
+
+def _check_verbatim(source: str, rules: CRules) -> None:
+    """Every `#pragma GCC optimize` is one the target allows, word for word: the checks below see
+    its string emptied."""
+    for n, line in enumerate(source.replace("\\\n", "").splitlines(), 1):
+        if OPTIMIZE.match(line) and line.strip() not in rules.verbatim:
+            allowed = ", ".join(rules.verbatim) or "none"
+            raise Rejected(f"line {n}: {line.strip()} (allowed: {allowed})")
 
 
 def _check_directive(n: int, line: str, rules: CRules) -> None:

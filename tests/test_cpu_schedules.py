@@ -251,7 +251,7 @@ def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
 
 # -- FMA contraction ----------------------------------------------------------------------------------
 
-PRAGMA = '#pragma GCC optimize ("fp-contract=fast")'
+PRAGMA = cfamily.FP_CONTRACT
 
 
 def test_fma_contraction_is_offered_where_the_tolerance_allows_and_a_product_feeds_a_sum():

@@ -71,6 +71,10 @@ TOP = {  # lines before the kernel -> words the reason must contain
     "#include <stdio.h>": "#include <stdio.h>",
     '#include "/etc/passwd"': "#include",
     '#pragma GCC optimize("fast-math")': "#pragma GCC optimize",
+    # only FMA contraction's pragma, word for word (its string is emptied before the other checks)
+    '#pragma GCC optimize ("fp-contract=fast", "fast-math")': "#pragma GCC optimize",
+    '#pragma GCC optimize ("fast-math") // ("fp-contract=fast")': "#pragma GCC optimize",
+    '#pragma GCC \\\noptimize ("fast-math")': "#pragma GCC optimize",
     "#pragma STDC FP_CONTRACT ON": "#pragma STDC FP_CONTRACT ON",
     "#pragma omp critical": "#pragma omp critical",
     "#define CAT(a, b) a##b": "token pasting",
