@@ -111,16 +111,16 @@ def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dic
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
                     baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1,
-                    pipeline: int = 0) -> dict[str, dict]:
+                    pipeline: int = 1) -> dict[str, dict]:
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
     fastest. The variants are interleaved with the `baselines` too, in rounds of their own before
     the benchmark's: a variant is chosen in the state the benchmark will time it in (caches that
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
     plain ones among the variants alone, and 1.08 ms against 1.45 ms with the caches evicted
-    between calls. `rounds` and `burst` go to bench.time_interleaved; with `pipeline`, each sample
-    is that many calls queued and evaluated once (`pipelined`), so the device's time decides rather
-    than the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
+    between calls. `rounds` and `burst` go to bench.time_interleaved; each sample is `pipeline`
+    calls queued and evaluated once (`pipelined`): above 1, the device's time decides rather than
+    the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
     {"chosen": variant, "median_s": {variant: s}}."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
@@ -132,10 +132,9 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         calls = {}
         for vname, lib in sorted(libs.items()):
             loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
-            run = program(f, loaded)
-            calls[vname] = pipelined(run, arrays, pipeline) if pipeline else evaluated(run, arrays)
+            calls[vname] = pipelined(program(f, loaded), arrays, pipeline)
         samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, rounds, seed, burst)
-        medians = {v: float(np.median(samples[v])) / max(1, pipeline) for v in calls}
+        medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
         choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
     return choice
 
@@ -172,10 +171,9 @@ def measure(payload: dict) -> dict:
     streams = roofline.stream_calls(roofline.load_kernels(roofline.DEFAULT_CACHE_DIR), ideal_bytes(f))
     samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
                                      payload["warmup"], payload["repeats"], seed)
-    in_rounds = {n: {"median_s": float(np.median(samples.pop(f"stream_{n}"))), "bytes": moved}
+    medians = {n: float(np.median(samples.pop(f"stream_{n}"))) for n in streams}
+    in_rounds = {n: {"median_s": medians[n], "bytes": moved, "gbps": moved / medians[n] / 1e9}
                  for n, (_, moved) in streams.items()}
-    for r in in_rounds.values():
-        r["gbps"] = r["bytes"] / r["median_s"] / 1e9
     kernel = samples.pop("kernel")
     extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
     return {**extra, "kernel": bench.summarize(kernel, seed),

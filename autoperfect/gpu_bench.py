@@ -223,20 +223,16 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
             "pipelined": {**runs["pipelined"], "calls": PIPELINE}, "alone": alone, "variants": choice,
             "baseline_checks": checks, "compile_s": compile_s, "bytes_moved": contenders.ideal_bytes(f),
             "machine": machine(), "probe": probe(kernel, baselines, seed) if spec.name in PROBE_OPS else None,
-            "placement": placement(f, loaded, fn, fast, host_arrays, arrays, seed)}
+            "placement": placement({n: lazy[n] for n in ("kernel", "mlx_compile", "mlx_fast") if n in lazy},
+                                   host_arrays, arrays, seed)}
 
 
-def placement(f, loaded, fn, fast, host_arrays, device_arrays, seed: int) -> dict:
-    """The kernel, mx.compile and mx.fast on inputs made from host data (managed memory) against
-    the same inputs computed on the GPU (device memory), interleaved: medians in seconds."""
-    import mlx.core as mx
-
-    calls = {}
-    for where, xs in (("host", host_arrays), ("device", device_arrays)):
-        calls[f"kernel_{where}"] = contenders.evaluated(program(f, loaded), xs)
-        calls[f"mlx_compile_{where}"] = contenders.evaluated(mx.compile(fn), xs)
-        if fast is not None:
-            calls[f"mlx_fast_{where}"] = contenders.evaluated(fast, xs)
+def placement(lazy: dict, host_arrays, device_arrays, seed: int) -> dict:
+    """The given contenders (lazy functions: the kernel, mx.compile, mx.fast) on inputs made from
+    host data (managed memory) against the same inputs computed on the GPU (device memory),
+    interleaved: medians in seconds."""
+    calls = {f"{name}_{where}": contenders.evaluated(fn, xs) for name, fn in lazy.items()
+             for where, xs in (("host", host_arrays), ("device", device_arrays))}
     samples = bench.time_interleaved(calls, 3, 20, seed)
     return {name: float(np.median(t)) for name, t in samples.items()}
 
@@ -304,7 +300,7 @@ def bench_op(spec: OpSpec, where: Path, settings: dict, ceiling: dict) -> None:
                                                       ceiling),
         # against the copy and triad timed the same way (queued, waited for once)
         "roofline_fraction_pipelined": roofline.fraction(m["bytes_moved"], m["pipelined"]["kernel"]["median_s"],
-                                                         {"bandwidth_gbps": ceiling["pipelined_bandwidth_gbps"]}),
+                                                         ceiling, "pipelined_bandwidth_gbps"),
         "roofline": {k: ceiling[k] for k in ("bandwidth_gbps", "copy_gbps", "pipelined_bandwidth_gbps",
                                              "pipelined_copy_gbps", "measured_at")},
         "condition": "GPU: MLX's CUDA allocator; timings include the call, dispatch and mx.eval"})
@@ -344,11 +340,12 @@ FMA_SOURCE = """\
 """
 
 
-def _times(call, repeats: int) -> list[float]:
-    import mlx.core as mx
-
-    mx.eval(call())
-    return [bench.time_burst(lambda: mx.eval(call()), 1) for _ in range(repeats)]
+def _times(call, repeats: int, queued: int = 1) -> list[float]:
+    """Seconds per call, each sample `queued` calls evaluated once (contenders.pipelined), after one
+    sample of warm-up."""
+    run = contenders.pipelined(call, (), queued)
+    run()
+    return [bench.time_burst(run, 1) / queued for _ in range(repeats)]
 
 
 def _best(call, repeats: int) -> float:
@@ -356,15 +353,6 @@ def _best(call, repeats: int) -> float:
 
 
 PIPELINED_SAMPLES = 8
-
-
-def _pipelined_times(call, samples: int) -> list[float]:
-    """Seconds per call with PIPELINE calls queued per sample and evaluated once."""
-    import mlx.core as mx
-
-    mx.eval([call() for _ in range(2)])
-    return [bench.time_burst(lambda: mx.eval([call() for _ in range(PIPELINE)]), 1) / PIPELINE
-            for _ in range(samples)]
 
 
 def measure_roofline(quick: bool = False) -> dict:
@@ -386,7 +374,7 @@ def measure_roofline(quick: bool = False) -> dict:
             times = _times(lambda: kern(x[:len(k.inputs)]), STREAM_REPEATS)
             out["by_schedule"][f"{kind}.{s.name}"] = moved / min(times) / 1e9
             medians[s.name] = moved / float(np.median(times)) / 1e9
-            queued = _pipelined_times(lambda: kern(x[:len(k.inputs)]), PIPELINED_SAMPLES)
+            queued = _times(lambda: kern(x[:len(k.inputs)]), PIPELINED_SAMPLES, PIPELINE)
             out["by_schedule"][f"pipelined_{kind}.{s.name}"] = moved / min(queued) / 1e9
         for prefix in ("", "pipelined_"):
             out[f"{prefix}{kind}_gbps"] = max(v for key, v in out["by_schedule"].items()
@@ -459,11 +447,12 @@ def summary(out: Path, ops: list[str]) -> dict:
     condition an artifact lacks (one written before it was measured) is None."""
     ceiling = artifacts.read_json(out / "roofline.json")
     rows, goals = {}, {"fraction_of_copy": {}, "over_best_mlx": {}, "over_torch_compile": {}}
+    def optional(path: Path) -> dict:
+        return artifacts.read_json(path) if path.exists() else {}
+
     for op in ops:
         where = out / op / "cuda"
-        v = artifacts.read_json(where / "validation.json") if (where / "validation.json").exists() else {}
-        b = artifacts.read_json(where / "bench.json") if (where / "bench.json").exists() else {}
-        m = artifacts.read_json(where / "mutants.json") if (where / "mutants.json").exists() else {}
+        v, b, m = (optional(where / f"{name}.json") for name in ("validation", "bench", "mutants"))
         rows[op] = {"passed": v.get("passed"), "reason": v.get("reason"), "skipped": b.get("skipped"),
                     "error": b.get("error")}
         if m:
@@ -509,7 +498,7 @@ def summary(out: Path, ops: list[str]) -> dict:
 BASELINES = ("mlx_eager", "mlx_compile", "mlx_fast", "torch_eager", "torch_compile")
 
 
-def _speedup_cell(row: dict, run: dict, name: str) -> str:
+def _speedup_cell(run: dict, name: str) -> str:
     sp = run["speedup"].get(name)
     if not sp:
         return "–"
@@ -552,7 +541,7 @@ def markdown(s: dict) -> list[str]:
             gbps = row["gbps" if cond == "interleaved" else f"gbps_{cond}"]
             cells = [op, f"{k['median_s'] * 1e3:.3f} [{k['ci95_s'][0] * 1e3:.3f}, {k['ci95_s'][1] * 1e3:.3f}]",
                      f"{gbps:.0f}", f"{goals['fraction_of_copy'][op][c]:.0%}"]
-            cells += [_speedup_cell(row, run, name) for name in BASELINES]
+            cells += [_speedup_cell(run, name) for name in BASELINES]
             lines.append("| " + " | ".join(cells + [", ".join(row["variant"])]) + " |")
         lines.append("")
     lines += ["Alone (each contender by itself, back to back; medians, ms):", "",

@@ -25,6 +25,7 @@ import json
 import math
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -329,10 +330,9 @@ def _simt_race(s: SimtSite) -> str:
     if meta["rows_per_block"] != 1 or meta["block"] <= 32:
         raise Skip(f"schedule {meta['schedule']}: a row is reduced within one warp, by shuffles alone "
                    "(no shared memory, no barrier)")
-    barrier = getattr(s.r, "barrier", "")
-    if not barrier or barrier not in s.source:
+    if not s.r.barrier or s.r.barrier not in s.source:
         raise Skip("the renderer's barrier is not in the source")
-    return s.source.replace(barrier, "/* barrier removed */", 1)
+    return s.source.replace(s.r.barrier, "/* barrier removed */", 1)
 
 
 def partial_write(s: Site) -> str:
@@ -385,7 +385,7 @@ def fma_contraction(s: Site) -> str:
             if s.k.body[src].op is Op.MUL:
                 a, b = (s.r.name(x) for x in s.k.body[src].srcs)
                 c = s.r.name(ins.srcs[1 - side])
-                fma = getattr(s.r, "fma", "fmaf")
+                fma = s.r.fma
                 expr = {(Op.ADD, 0): f"{fma}({a}, {b}, {c})", (Op.ADD, 1): f"{fma}({a}, {b}, {c})",
                         (Op.SUB, 0): f"{fma}({a}, {b}, -{c})", (Op.SUB, 1): f"{fma}(-{a}, {b}, {c})"}
                 new = f"const float {s.r.name(ins.id)} = {s.r.round(expr[ins.op, side], ins.dtype)};"
@@ -449,8 +449,6 @@ def evaluate(spec: OpSpec, backend: str, kernels: list[KernelIR], sources: dict[
     """Plant every class in every kernel (the others keep their verified libraries); judge each
     mutant and run the allclose check on it, `jobs` mutants at a time (each in its own children).
     The counts are what mutants.json reports."""
-    from concurrent.futures import ThreadPoolExecutor
-
     be = backends.get(backend)
     planted, skipped = [], []
     for k in kernels:

@@ -278,8 +278,9 @@ def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_lin
              "a speedup is a baseline's median over the kernel's, with a paired bootstrap 95% interval. "
              "GB/s is the op's ideal traffic (`bytes_moved`) over the kernel's median. "
              "The roofline's time is the longer of that traffic at the stream bandwidth and the op's "
-             "work at the measured ceilings (each approximated function at its own rate); the last "
-             "column names what binds and the roofline's time as a share of the kernel's. "
+             "work at the measured ceilings (each approximated function at its own rate); the `bound` "
+             "column names what binds and the roofline's time as a share of the kernel's, and the last "
+             "column the kernel's share of the best stream kernel timed in its own rounds. "
              "A kernel that failed validation has no timings.", ""]
     for condition, (_, title) in CONDITIONS.items():
         lines += [f"## {title}", "", _condition_sentence(rows, condition), "",

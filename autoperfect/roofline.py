@@ -282,22 +282,23 @@ def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable
     bytes/12), each as (call, bytes it moves): timed among an op's contenders, in the same rounds,
     they are the ceiling in the op's own cache state (what the neighbours leave in the caches,
     dirty lines included), which a stream measured alone over arrays beyond the caches is not."""
-    calls = {}
+    calls, arrays = {}, {}
     for name, per in BYTES_PER_ELEMENT.items():
         n = max(1, bytes_moved // per)
-        buffers = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
-        call = _stream_call(kernels, name, *buffers)
-        call.buffers = buffers  # kept alive with the call
+        if per not in arrays:  # a kernel and its streaming twin share their arrays, as in measure_stream
+            arrays[per] = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(per // 4))  # pages faulted
+        call = _stream_call(kernels, name, *arrays[per])
+        call.buffers = arrays[per]  # kept alive with the call
         calls[name] = (call, per * n)
     return calls
 
 
-def _stream_call(kernels: Kernels, name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Callable[[], None]:
+def _stream_call(kernels: Kernels, name: str, a: np.ndarray, b: np.ndarray, *c: np.ndarray) -> Callable[[], None]:
     """One stream kernel over whole arrays: copy a into b, or triad a = b + 3c."""
     kernel, n = getattr(kernels, name), a.size
     if name.startswith("copy"):
         return lambda: kernel(a.ctypes.data, b.ctypes.data, n)
-    return lambda: kernel(a.ctypes.data, b.ctypes.data, c.ctypes.data, 3.0, n)
+    return lambda: kernel(a.ctypes.data, b.ctypes.data, c[0].ctypes.data, 3.0, n)
 
 
 def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
@@ -368,9 +369,10 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     }
 
 
-def fraction(bytes_moved: int, seconds: float, roofline: dict) -> float:
-    """Achieved bandwidth over the measured stream bandwidth."""
-    return (bytes_moved / seconds) / (roofline["bandwidth_gbps"] * 1e9)
+def fraction(bytes_moved: int, seconds: float, roofline: dict, ceiling: str = "bandwidth_gbps") -> float:
+    """Achieved bandwidth over the measured stream bandwidth (or over another of the roofline's
+    ceilings, in GB/s)."""
+    return (bytes_moved / seconds) / (roofline[ceiling] * 1e9)
 
 
 def bound(bytes_moved: int, work: dict, roofline: dict) -> dict:

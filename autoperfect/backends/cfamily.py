@@ -119,6 +119,7 @@ class CFamily:
 
     unary = UNARY
     binary = BINARY
+    fma = "fmaf"  # the fused multiply-add's spelling (autoperfect.mutants plants one)
 
     def __init__(self, kernel: KernelIR, schedule):
         self.k, self.s = kernel, schedule
@@ -544,6 +545,7 @@ class SimtRenderer(CFamily):
     vector_load_stream = ""
     vector_store_stream = ""
     aligned_check = ""                # format testing one pointer's alignment to W elements ("": none)
+    barrier = ""                      # the block-wide barrier statement, where the prelude has one
     prelude = ""
 
     def __init__(self, kernel: KernelIR, schedule: GpuSchedule = GpuSchedule()):

@@ -196,7 +196,6 @@ class CudaRenderer(SimtRenderer):
     vector_store_stream = "ap_store<W, true>({ptr}, {name}, {aligned});"
     aligned_check = "ap_aligned<W>({})"
     barrier = "__syncthreads();"  # the prelude's (ap_reduce); autoperfect.mutants plants a race there
-    fma = "fmaf"
     prelude = PRELUDE
 
 
@@ -344,7 +343,6 @@ class Kernel:
                        output_names=[n for n, _ in self.meta["outputs"]], source=body, header=header)
         self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launches: dict[Launch, dict] = {}
-        self._default = self.launch_args(kernel.launch)  # a call at the kernel's own launch skips the lookup
 
     @staticmethod
     def missing_device() -> str:
@@ -369,7 +367,7 @@ class Kernel:
 
     def __call__(self, inputs: Sequence, launch: Launch | None = None, out_shapes=None, init=None) -> list:
         """The outputs, lazily; `out_shapes` and `init` (a fill value) are the judge's."""
-        args = self._default if launch is None or launch is self.k.launch else self.launch_args(launch)
+        args = self.launch_args(launch or self.k.launch)
         if out_shapes is not None:
             args = {**args, "output_shapes": [list(s) for s in out_shapes], "init_value": init}
         return self.fn(inputs=list(inputs), output_dtypes=self.out_dtypes, **args)
