@@ -9,7 +9,8 @@ judge can only test what the kernel computes, not what else it does. So a source
   unroll); no inline assembly, `_Pragma`, token pasting, digraphs, unsafe attributes (a constructor
   runs at load, `optimize` turns on fast-math), function pointers or computed gotos; no name of a
   process, file, network, loader, environment, non-local-jump or clock function anywhere (a
-  pointer to `system` is as bad as a call). For `cpu`, which writes its own exported signature:
+  pointer to `system` is as bad as a call); no scalar local read before it is given a value (an
+  uninitialized accumulator reads what its register held, which on a GPU was 0 in every run). For `cpu`, which writes its own exported signature:
   every call is to a function the source defines, a math function, a few OpenMP and compiler
   builtins or the streaming-store intrinsics, and the kernel is defined once with the ABI. (GPU sources are bodies inside a signature
   MLX writes and call device intrinsics not listed yet: they get the common rules only.)
@@ -201,9 +202,74 @@ def _check_c(source: str, kernel: str, rules: CRules) -> None:
     m = FUNCTION_POINTER.search(code)
     if m:
         raise Rejected(f"line {_line(code, m.start())}: a function pointer or computed goto")
+    _check_initialized(code)
     if rules.exported:
         _check_calls(code)
         _check_kernel_definition(code, kernel)
+
+
+SCALAR = re.compile(r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\s+)?"
+                    r"(?:float|double|half|bfloat|__half|__nv_bfloat16|bfloat16_t|int|long|short|char|bool|uint|"
+                    r"u?int(?:8|16|32|64)_t|size_t|ptrdiff_t)\b(?:\s+(?:int|long))*\s*(?P<declarators>[*\s]*[A-Za-z_].*)",
+                    re.S)
+
+
+AGGREGATE = re.compile(r"\s*(template\s*<[^{}]*>\s*)?(typedef\s+)?(struct|union|class)\b")
+
+
+def _check_initialized(code: str) -> None:
+    """Every scalar (or pointer) local declared without a value is assigned one before it is read
+    (`_assigned_first`). An accumulator
+    declared bare reads whatever its register held; on a GPU that was 0 in every run (H200,
+    2026-12-01: the planted uninitialized accumulator passed every output check), so no test of
+    what a kernel computes can see it. Arrays and vector structs are filled by loops and loads and
+    are not checked, nor are the members of a struct or union (a type's fields, not variables);
+    `__shared__`/`threadgroup` variables cannot be initialized where declared."""
+    start, members = 0, [False]  # per open brace: whether it opens a struct or union's members
+    for m in re.finditer(r"[;{}]", code):
+        statement, start_at = code[start:m.start()], start
+        start = m.end()
+        if m.group() == "{":
+            members.append(bool(AGGREGATE.match(statement)))
+            continue
+        if m.group() == "}":
+            members = members[:-1] or [False]
+            continue
+        if members[-1]:
+            continue
+        d = SCALAR.fullmatch(statement.strip())
+        if not d:
+            continue
+        for declarator in _top_level_split(d.group("declarators")):
+            name = declarator.split("=", 1)[0]
+            if "=" in declarator or "[" in name or "(" in name or _assigned_first(code[start:], name.strip(" *")):
+                continue
+            line = _line(code, start_at + len(statement) - len(statement.lstrip()))
+            raise Rejected(f"line {line}: {' '.join(statement.split())} declares {name.strip(' *')} without a value "
+                           "and reads it before it is given one (an uninitialized variable reads whatever its "
+                           "register holds, which an output check may never see)")
+
+
+def _assigned_first(code: str, name: str) -> bool:
+    """Whether the first use of `name` in `code` is a plain assignment that does not read it: the
+    textual order, not every path (a value assigned in both branches of an if passes; so does one
+    assigned in only one of them, which no check of the text can rule out)."""
+    first = re.search(rf"\b{re.escape(name)}\b", code)
+    if first is None:
+        return True
+    m = re.match(rf"{re.escape(name)}\s*=(?!=)([^;]*);", code[first.start():])
+    return bool(m) and not re.search(rf"\b{re.escape(name)}\b", m.group(1))
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses and brackets."""
+    parts, depth, last = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[last:i])
+            last = i + 1
+    return parts + [text[last:]]
 
 
 def _check_calls(code: str) -> None:

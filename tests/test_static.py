@@ -66,6 +66,10 @@ BODY = {  # statement in the kernel body -> words the reason must contain
     "float h = helper_from_elsewhere(1.0f);": "calls helper_from_elsewhere",
     "float p = __builtin_frame_address(0) != 0;": "calls __builtin_frame_address",
     "sys\\\ntem(0);": "uses system",
+    # read before it is given a value: what a register held (0 on the H200) is no answer key's
+    "float acc; for (int i = 0; i < 4; i++) acc += 1.0f; (void)acc;": "declares acc without a value",
+    "float s = 0.0f, t; t = t + s; (void)t;": "declares t without a value",
+    "int64_t i; (void)i;": "declares i without a value",
 }
 TOP = {  # lines before the kernel -> words the reason must contain
     "#include <stdio.h>": "#include <stdio.h>",
@@ -123,7 +127,10 @@ def test_names_in_comments_and_strings_and_allowed_constructs_pass(rms):
              "#define TWICE(x) (2.0f * (x))\n"
              "__attribute__((always_inline)) static inline float half(float x) { return 0.5f * x; }\n")
     body = ('const char *note = "system fork exec"; (void)note; '
-            "float t = TWICE(half(fmaf(1.0f, 2.0f, 3.0f))) + (float)omp_get_max_threads(); (void)t;")
+            "float t = TWICE(half(fmaf(1.0f, 2.0f, 3.0f))) + (float)omp_get_max_threads(); (void)t; "
+            # given a value before it is read, members of a union, an array filled later
+            "float r; if (bufs) r = 1.0f; else r = 2.0f; (void)r; "
+            "union { uint32_t u; float f; } pun; pun.f = 1.0f; (void)pun; float arr[4]; (void)arr;")
     verdict = static.check(extra + inside(source, body), "cpu", k.name)
     assert verdict.passed, verdict.reason
 

@@ -206,7 +206,7 @@ typedef _Float16 float16_t;
 struct bfloat16_t {  // rounds to nearest even, as Metal's bfloat does
   uint16_t bits;
   bfloat16_t(float f) {
-    uint32_t u;
+    uint32_t u = 0;
     std::memcpy(&u, &f, 4);
     bits = f != f ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   }
