@@ -319,7 +319,7 @@ class Jit:
             graphs = [f.traced] + self._alternate(f.traced)
             lap("trace")
             for k in todo:
-                entry, why[k.name] = self._compile(k, f, graphs, args, lap)
+                entry, why[k.name] = self._compile(k, f, graphs, lap)
                 if entry is not None:
                     found[k.name] = (entry, "compiled")
         for k in todo:
@@ -339,7 +339,7 @@ class Jit:
         except Exception:  # the function may trace at some shapes only; the call's shapes still count
             return []
 
-    def _compile(self, k, f: Front, graphs: list[Graph], args: tuple, lap) -> tuple[Any, str]:
+    def _compile(self, k, f: Front, graphs: list[Graph], lap) -> tuple[Any, str]:
         """Render, build and gate every schedule variant of `k`; store the verdict; keep the fastest
         variant that passed."""
         be = backends.get(self.backend)
@@ -372,8 +372,12 @@ class Jit:
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {}}
-        if len(passed) > 1:  # the variants are verified now: time them here, on the caller's arrays
-            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, list(args), be,
+        if len(passed) > 1:
+            # the variants are verified now: time them here, at the call's shapes, on arrays of their
+            # own (the caller's may be placeholders: inside mx.compile or vmap, evaluating them is
+            # refused, and a compiled step would keep the eager fallback for good)
+            _, arrays = contenders.inputs_for(spec_of(f.traced))
+            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, arrays, be,
                                                 seed_for(k.name, "variants"))[k.name]
         variant = choice["chosen"]
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],

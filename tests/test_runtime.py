@@ -88,6 +88,21 @@ def test_an_unseen_function_matches_eager_and_hits_the_cache_on_its_second_call(
     assert f.stats()["kernel_sources"] == {"compiled": 1, "memory": 1}
 
 
+def test_inside_mx_compile_the_first_call_compiles_and_dispatches_its_kernel(tmp_path):
+    """The usual MLX model step: the jitted function called inside mx.compile, whose arguments are
+    placeholders that can't be evaluated. The variants are timed on arrays of their own, so the
+    first call still compiles, and the compiled step keeps the kernel (not an eager fallback)."""
+    x, b = arrays("inside compile", (6, 40), (40,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    step = mx.compile(lambda x, b: f(x * 2.0, b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the compiler's failure is a warning: none may come
+        assert_close(step(x, b), swish_shift(x * 2.0, b))
+    trace = f.last_trace
+    assert not trace.eager and [r.cache for r in trace.kernels] == ["compiled"], trace.describe()
+    assert_close(step(b + x, b), swish_shift((b + x) * 2.0, b))  # replayed, on new values
+
+
 def test_both_decorator_forms(tmp_path):
     @autoperfect.jit
     def plain(x):
