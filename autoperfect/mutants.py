@@ -476,14 +476,17 @@ def evaluate(spec: OpSpec, backend: str, kernels: list[KernelIR], sources: dict[
 def _judge_mutant(spec, be, backend, m: Mutant, libraries, settings, cache_dir) -> dict:
     record = {"class": m.bug, "kernel": m.kernel, "description": BUGS[m.bug][0], "diff": m.diff}
     gate = static.check(m.source, backend, m.kernel)
-    if not gate.passed:
-        caught = {"caught": True, "reason": f"static check: {gate.reason}"}
-        return {**record, "judge": caught, "baseline": caught}
     build = be.build(m.source, cache_dir)
     if not build.ok:
+        if not gate.passed:  # refused before it would build: allclose never gets to run it either
+            caught = {"caught": True, "reason": f"static check: {gate.reason}"}
+            return {**record, "judge": caught, "baseline": caught}
         return {**record, "not_planted": f"did not compile: {build.log[-300:]}"}
     mutated = {**libraries, m.kernel: build.library}
-    verdict = run_isolated(spec, backend, mutated, settings)
+    # the judge refuses what the static checks refuse; allclose has no such checks, so it runs the
+    # mutant all the same (built here only to be run by the baseline)
+    verdict = ({"passed": False, "reason": f"static check: {gate.reason}"} if not gate.passed
+               else run_isolated(spec, backend, mutated, settings))
     baseline = run_child("autoperfect.mutants", {"spec": spec.to_json(), "backend": backend,
                                                  "libraries": mutated}, settings)
     return {**record, "judge": _caught(verdict), "baseline": _caught(baseline)}
