@@ -471,7 +471,7 @@ def test_summary_states_the_goals_per_condition(tmp_path):
     artifacts.write_json(tmp_path / "roofline.json", {"copy_gbps": 4000.0, "triad_gbps": 4100.0,
                                                       "pipelined_copy_gbps": 5000.0, "pipelined_triad_gbps": 5100.0,
                                                       "fma_gflops": 6e4, "torch_copy_gbps": 4200.0})
-    base = {"mlx_eager": 2.0, "mlx_compile": 1.1, "mlx_fast": 0.9, "torch_compile": 1.2}
+    base = {"mlx_eager": 2.0, "mlx_compile": 1.1, "mlx_fast": 0.81, "torch_compile": 1.2}
     bench_json = {"kernel": _stats(1.0), "baselines": {n: _stats(v) for n, v in base.items()},
                   "speedup": _speedups(1.0, base), "achieved_gbps": 3000.0, "bytes_moved": 3_000_000_000,
                   "steady": {"kernel": _stats(0.8), "baselines": {n: _stats(v) for n, v in base.items()},
@@ -489,11 +489,14 @@ def test_summary_states_the_goals_per_condition(tmp_path):
     g = s["goals"]
     assert g["conditions"] == ["interleaved", "steady", "pipelined", "alone"]
     assert g["fraction_of_copy"]["op"] == pytest.approx([0.75, 3000 / 0.8 / 4000, 3000 / 0.7 / 5000, 1.0])
-    assert g["over_best_mlx"]["op"] == pytest.approx([0.9, 0.9 / 0.8, 0.9 / 0.7, 0.9 / 0.75])
+    assert g["over_best_mlx"]["op"] == pytest.approx([0.81, 0.81 / 0.8, 0.81 / 0.7, 0.81 / 0.75])
+    assert g["over_best_mlx_ci95"]["op"][1] == pytest.approx([0.81 / 0.8 * 0.98, 0.81 / 0.8 * 1.02])
     assert g["geomean_over_torch_compile"] == pytest.approx([1.2, 1.5, 1.2 / 0.7, 1.6])
     text = "\n".join(gpu_bench.markdown(s))
     assert "- interleaved: at least 85% of the copy bandwidth: not reached by op; faster than the best of " \
-           "MLX eager, mx.compile and mx.fast: every op but op (0.90x)" in text
+           "MLX eager, mx.compile and mx.fast: every op but op (0.81x)" in text
+    # steady: 1.01x, but its paired interval reaches 1: said, not counted as faster
+    assert "mx.compile and mx.fast: every op (the interval reaches 1 for op (1.01x [0.99, 1.03]))" in text
     assert "- alone: at least 85% of the copy bandwidth: every op; faster than the best of MLX eager, " \
            "mx.compile and mx.fast: every op;" in text
     assert "- pipelined: at least 85% of the copy bandwidth: every op; faster than the best of MLX eager, " \
