@@ -121,7 +121,9 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     between calls. `rounds` and `burst` go to bench.time_interleaved; each sample is `pipeline`
     calls queued and evaluated once (`pipelined`): above 1, the device's time decides rather than
     the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
-    {"chosen": variant, "median_s": {variant: s}}."""
+    {"chosen": variant, "median_s": {variant: s}, "over_runner_up": {"variant", "median", "ci95"}}:
+    the chosen one's paired speedup over the next fastest, with its bootstrap interval (an interval
+    reaching 1 says the two are not told apart in these rounds)."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
     choice = {}
@@ -135,7 +137,10 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
             calls[vname] = pipelined(program(f, loaded), arrays, pipeline)
         samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, rounds, seed, burst)
         medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
-        choice[kname] = {"chosen": min(medians, key=medians.get), "median_s": medians}
+        chosen, runner_up = sorted(medians, key=medians.get)[:2]
+        choice[kname] = {"chosen": chosen, "median_s": medians, "rounds": rounds,
+                         "over_runner_up": {"variant": runner_up,
+                                            **bench.speedup(samples[chosen], samples[runner_up], seed)}}
     return choice
 
 

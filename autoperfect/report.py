@@ -566,6 +566,34 @@ def mutants_section(results_dir: str, ops: list[str], backends: list[str]) -> li
     return lines + [""]
 
 
+def choice_section(results_dir: str, rows: list[Row]) -> list[str]:
+    """Which schedule variant each kernel runs (bench.json's `variants`): every verified variant's
+    median in the chooser's own interleaved rounds, and the chosen one's paired speedup over the
+    next fastest, whose interval says whether the choice is more than the noise."""
+    lines = ["## Schedule choice", "",
+             "Each kernel's verified variants, timed against each other in interleaved rounds before the "
+             "benchmark (medians, ms); the chosen one's speedup over the next fastest with a paired "
+             "bootstrap 95% interval (one reaching 1: the two are not told apart, and either could be "
+             "chosen in another run).", "",
+             _table_row(["op/backend", "kernel", "chosen", "over the next fastest [95% CI]", "every variant (ms)"]),
+             _table_row(["---"] * 5)]
+    for row in rows:
+        data, problem = (read_json(os.path.join(results_dir, row.op, row.backend, "bench.json"))
+                         if row.verdict == "passed" else (None, row.verdict))  # a failed kernel's is stale
+        if data is None or not isinstance(data.get("variants"), dict):
+            why = problem if data is None else shorten(str(data.get("skipped", "no variants recorded")))
+            lines.append(_table_row([row.label, why] + [NONE] * 3))
+            continue
+        for kernel, c in data["variants"].items():
+            medians = c.get("median_s") or {}
+            runner = c.get("over_runner_up")
+            versus = (f"{runner['median']:.2f}x [{runner['ci95'][0]:.2f}, {runner['ci95'][1]:.2f}] over "
+                      f"{runner['variant']}" if runner else ("the only variant" if not medians else NONE))
+            every = ", ".join(f"{v} {t * 1e3:.3f}" for v, t in sorted(medians.items(), key=lambda x: x[1]))
+            lines.append(_table_row([row.label, kernel, c["chosen"], versus, every or NONE]))
+    return lines + [""]
+
+
 def gpu_section(results_dir: str) -> list[str]:
     """The GPU run's figures (autoperfect.gpu_bench, e.g. on the lent H200: results/h200), when the
     run's summary is there; docs/gpu-h200.md keeps the last one measured."""
@@ -642,6 +670,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
     text = (render(rows, ceiling, ceiling_problem, links)
             + "\n".join(runtime_section(results_dir)) + "\n"
             + "\n".join(summation_section(results_dir)) + "\n"
+            + "\n".join(choice_section(results_dir, rows)) + "\n"
             + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
             + "\n".join(gpu_section(results_dir)) + "\n")
     artifacts.write_text(out_md, text)

@@ -196,3 +196,5 @@ def test_variants_are_chosen_per_call_when_pipelined(monkeypatch):
     assert 0.004 <= choice["k"]["median_s"]["slow"] < 0.008
     assert 0.001 <= choice["k"]["median_s"]["fast"] < 0.004
     assert len(queued) == 5 * 2 * (2 + 3)  # every sample queued `pipeline` calls (warm-up rounds too)
+    versus = choice["k"]["over_runner_up"]  # paired, in the same rounds: about 4x, and told apart
+    assert versus["variant"] == "slow" and versus["ci95"][0] > 1.5 and choice["k"]["rounds"] == 3

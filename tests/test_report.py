@@ -27,7 +27,9 @@ def _bench(kernel_s):
     return {"op": "chain", "backend": "cpu", **_section(kernel_s, WARM), "bytes_moved": 4 * 4 * (1 << 24),
             "achieved_gbps": 26.0, "roofline_fraction": 0.55,
             "default_allocator": _section(0.0371, "default glibc allocator"),
-            "machine": {"cpu": "Test CPU", "cores": 2}, "measured_at": "2026-01-01T00:00:00+00:00"}
+            "machine": {"cpu": "Test CPU", "cores": 2}, "measured_at": "2026-01-01T00:00:00+00:00",
+            "variants": {"k_1": {"chosen": "rows_v16", "median_s": {"rows": 0.00107, "rows_v16": 0.00097},
+                                 "over_runner_up": {"variant": "rows", "median": 1.1, "ci95": [0.97, 1.21]}}}}
 
 
 def _write(path, data):
@@ -106,6 +108,17 @@ def test_missing_and_malformed_artifacts_become_words(results):
 def test_shorten_keeps_one_line_within_the_limit():
     assert report.shorten("a\nb   c") == "a b c"
     assert len(report.shorten("x" * 500)) == report.REASON_CHARS
+
+
+def test_the_schedule_choice_says_whether_it_beats_the_noise(results):
+    """Each kernel's chosen variant, its paired speedup over the next fastest (an interval reaching
+    1 is shown, so the reader sees the two are not told apart), every variant's median; a failed
+    kernel's stale bench.json is not read."""
+    markdown = _build(results)
+    section = markdown.split("## Schedule choice", 1)[1].split("\n## ", 1)[0]
+    assert "| chain/cpu | k_1 | rows_v16 | 1.10x [0.97, 1.21] over rows | rows_v16 0.970, rows 1.070 |" in section
+    (softmax,) = [line for line in section.splitlines() if line.startswith("| softmax/cpu |")]
+    assert "FAILED" in softmax and "rows_v16" not in softmax
 
 
 def test_an_empty_results_dir_still_gives_a_report_and_plots(tmp_path):
