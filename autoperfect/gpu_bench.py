@@ -243,16 +243,20 @@ COPY = "copy_same_bytes"  # not a contender: the ceiling in the op's rounds (mea
 
 def same_bytes_copy(bytes_moved: int, schedule: str):
     """The roofline's copy kernel over bytes_moved / 8 float32 elements (it reads and writes as many
-    bytes as the op must), rendered with `schedule`: (lazy function, its arguments, bytes moved)."""
+    bytes as the op must), rendered with `schedule` and called inside mx.compile as the op's kernel
+    is: (lazy function, its arguments, bytes moved)."""
     import mlx.core as mx
 
     n = max(1, bytes_moved // 8)
     k = stream_kernel("copy", n)
     s = next(s for s in cuda.ELEMENTWISE if s.name == schedule)
-    kern = cuda.Kernel(k, cuda.build(cuda.render(k, s)).library)
+    built = cuda.build(cuda.render(k, s))
+    if not built.ok:
+        raise RuntimeError(f"the same-size copy kernel ({schedule}) did not compile: {built.log[-300:]}")
+    kern = cuda.Kernel(k, built.library)
     x = mx.random.normal((n,))  # computed on the GPU: device memory, as the op's inputs are
     mx.eval(x)
-    return (lambda a: kern([a])[0]), [x], 8 * n
+    return mx.compile(lambda a: kern([a])[0]), [x], 8 * n
 
 
 def placement(lazy: dict, host_arrays, device_arrays, seed: int) -> dict:

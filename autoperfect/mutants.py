@@ -477,10 +477,7 @@ def _judge_mutant(spec, be, backend, m: Mutant, libraries, settings, cache_dir) 
     record = {"class": m.bug, "kernel": m.kernel, "description": BUGS[m.bug][0], "diff": m.diff}
     gate = static.check(m.source, backend, m.kernel)
     build = be.build(m.source, cache_dir)
-    if not build.ok:
-        if not gate.passed:  # refused before it would build: allclose never gets to run it either
-            caught = {"caught": True, "reason": f"static check: {gate.reason}"}
-            return {**record, "judge": caught, "baseline": caught}
+    if not build.ok:  # a planting that does not build is no bug either check gets to see
         return {**record, "not_planted": f"did not compile: {build.log[-300:]}"}
     mutated = {**libraries, m.kernel: build.library}
     # the judge refuses what the static checks refuse; allclose has no such checks, so it runs the

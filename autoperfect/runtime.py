@@ -240,6 +240,29 @@ def _names(fn: Callable, count: int) -> list[str]:
     return params[:count] if len(params) >= count else [f"x{i}" for i in range(count)]
 
 
+def _timing_arrays(args: tuple) -> list:
+    """Arrays to time variants on: the caller's, or, where they are placeholders that can't be
+    evaluated (inside mx.compile or vmap: MLX refuses, and a compiled step would keep the eager
+    fallback for good), arrays of the same shapes and dtypes drawn on the device."""
+    import mlx.core as mx
+
+    try:
+        mx.eval(*args)
+        return list(args)
+    except ValueError:
+        pass
+    keys = mx.random.split(mx.random.key(seed_for("runtime", "timing arrays")), max(2, len(args)))
+    out = []
+    for a, key in zip(args, keys):
+        if mx.issubdtype(a.dtype, mx.floating):
+            x = mx.random.normal(a.shape, key=key).astype(a.dtype)
+        else:
+            x = mx.random.randint(0, 2 if a.dtype == mx.bool_ else 8, a.shape, key=key).astype(a.dtype)
+        out.append(x)
+    mx.eval(*out)
+    return out
+
+
 class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
@@ -319,7 +342,7 @@ class Jit:
             graphs = [f.traced] + self._alternate(f.traced)
             lap("trace")
             for k in todo:
-                entry, why[k.name] = self._compile(k, f, graphs, lap)
+                entry, why[k.name] = self._compile(k, f, graphs, args, lap)
                 if entry is not None:
                     found[k.name] = (entry, "compiled")
         for k in todo:
@@ -339,7 +362,7 @@ class Jit:
         except Exception:  # the function may trace at some shapes only; the call's shapes still count
             return []
 
-    def _compile(self, k, f: Front, graphs: list[Graph], lap) -> tuple[Any, str]:
+    def _compile(self, k, f: Front, graphs: list[Graph], args: tuple, lap) -> tuple[Any, str]:
         """Render, build and gate every schedule variant of `k`; store the verdict; keep the fastest
         variant that passed."""
         be = backends.get(self.backend)
@@ -373,11 +396,8 @@ class Jit:
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {}}
         if len(passed) > 1:
-            # the variants are verified now: time them here, at the call's shapes, on arrays of their
-            # own (the caller's may be placeholders: inside mx.compile or vmap, evaluating them is
-            # refused, and a compiled step would keep the eager fallback for good)
-            _, arrays = contenders.inputs_for(spec_of(f.traced))
-            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, arrays, be,
+            # the variants are verified now: time them here, on the caller's arrays
+            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, _timing_arrays(args), be,
                                                 seed_for(k.name, "variants"))[k.name]
         variant = choice["chosen"]
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],

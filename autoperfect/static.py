@@ -210,62 +210,76 @@ def _check_c(source: str, kernel: str, rules: CRules) -> None:
 
 SCALAR = re.compile(r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\s+)?"
                     r"(?:float|double|half|bfloat|__half|__nv_bfloat16|bfloat16_t|int|long|short|char|bool|uint|"
-                    r"u?int(?:8|16|32|64)_t|size_t|ptrdiff_t)\b(?:\s+(?:int|long))*\s*(?P<declarators>[*\s]*[A-Za-z_].*)",
+                    r"u?int(?:8|16|32|64)_t|size_t|ptrdiff_t)\b(?:\s+(?:int|long))*(?P<declarators>[*\s]*+[A-Za-z_].*)",
                     re.S)
-
-
 AGGREGATE = re.compile(r"\s*(template\s*<[^{}]*>\s*)?(typedef\s+)?(struct|union|class)\b")
+DIRECTIVE_LINE = re.compile(r"(?m)^[ \t]*#.*$")
+DECLARATOR = re.compile(r"[*\s]*(?:(?:restrict|__restrict__|__restrict|const|volatile)\b[*\s]*)*([A-Za-z_]\w*)\s*(\S?)")
 
 
 def _check_initialized(code: str) -> None:
     """Every scalar (or pointer) local declared without a value is assigned one before it is read
-    (`_assigned_first`). An accumulator
-    declared bare reads whatever its register held; on a GPU that was 0 in every run (H200,
-    2026-12-01: the planted uninitialized accumulator passed every output check), so no test of
-    what a kernel computes can see it. Arrays and vector structs are filled by loops and loads and
-    are not checked, nor are the members of a struct or union (a type's fields, not variables);
-    `__shared__`/`threadgroup` variables cannot be initialized where declared."""
-    start, members = 0, [False]  # per open brace: whether it opens a struct or union's members
+    (`_assigned_first`). An accumulator declared bare reads whatever its register held; on a GPU
+    that was 0 in every run (H200, 2026-12-01: the planted uninitialized accumulator passed every
+    output check), so no test of what a kernel computes can see it. A heuristic on the text, not a
+    data-flow analysis: it looks at the first use in the enclosing block only. Not checked: arrays
+    and vector structs (filled by loops and loads), the members of a struct or union (a type's
+    fields), file-scope variables (zero-initialized), `__shared__`/`threadgroup` variables (which
+    cannot be initialized where declared) and preprocessor lines (blanked first: a pragma's
+    `private(x)` is no read)."""
+    code = DIRECTIVE_LINE.sub(lambda m: " " * len(m.group()), code)  # same offsets, same line numbers
+    closes, open_at = {}, []  # each brace's matching close
+    for m in re.finditer(r"[{}]", code):
+        if m.group() == "{":
+            open_at.append(m.start())
+        elif open_at:
+            closes[open_at.pop()] = m.start()
+    start, scopes = 0, [("file", len(code))]  # per open brace: "members" (a struct's) or "block", and its end
     for m in re.finditer(r"[;{}]", code):
         statement, start_at = code[start:m.start()], start
         start = m.end()
         if m.group() == "{":
-            members.append(bool(AGGREGATE.match(statement)))
+            scopes.append(("members" if AGGREGATE.match(statement) else "block", closes.get(m.start(), len(code))))
             continue
         if m.group() == "}":
-            members = members[:-1] or [False]
+            scopes = scopes[:-1] or [("file", len(code))]
             continue
-        if members[-1]:
+        kind, end = scopes[-1]
+        if kind != "block":
             continue
         d = SCALAR.fullmatch(statement.strip())
         if not d:
             continue
         for declarator in _top_level_split(d.group("declarators")):
-            name = declarator.split("=", 1)[0]
-            if "=" in declarator or "[" in name or "(" in name or _assigned_first(code[start:], name.strip(" *")):
+            name = DECLARATOR.match(declarator)  # an initializer, an array or a function: not bare
+            if name is None or name.group(2) in ("=", "[", "(", "{") \
+                    or _assigned_first(code, name.group(1), start, end):
                 continue
             line = _line(code, start_at + len(statement) - len(statement.lstrip()))
-            raise Rejected(f"line {line}: {' '.join(statement.split())} declares {name.strip(' *')} without a value "
+            raise Rejected(f"line {line}: {' '.join(statement.split())} declares {name.group(1)} without a value "
                            "and reads it before it is given one (an uninitialized variable reads whatever its "
                            "register holds, which an output check may never see)")
 
 
-def _assigned_first(code: str, name: str) -> bool:
-    """Whether the first use of `name` in `code` is a plain assignment that does not read it: the
+def _assigned_first(code: str, name: str, pos: int, end: int) -> bool:
+    """Whether the first use of `name` in code[pos:end] is not a read: a plain assignment that does
+    not read it, or its address taken (`&name`: an output argument, as of frexpf or memcpy). The
     textual order, not every path (a value assigned in both branches of an if passes; so does one
-    assigned in only one of them, which no check of the text can rule out)."""
-    first = re.search(rf"\b{re.escape(name)}\b", code)
-    if first is None:
+    assigned in only one of them, which no check of the text can rule out). A member (`v.name`,
+    `p->name`, `ns::name`) is another variable."""
+    use = re.compile(rf"(?<![\w.])(?<!->)(?<!::)(&\s*)?\b{re.escape(name)}\b")
+    first = use.search(code, pos, end)
+    if first is None or first.group(1):
         return True
-    m = re.match(rf"{re.escape(name)}\s*=(?!=)([^;]*);", code[first.start():])
-    return bool(m) and not re.search(rf"\b{re.escape(name)}\b", m.group(1))
+    m = re.compile(rf"{re.escape(name)}\s*=(?!=)([^;]*);").match(code, first.start(), end)
+    return bool(m) and not use.search(m.group(1))
 
 
 def _top_level_split(text: str) -> list[str]:
-    """`text` split at the commas outside parentheses and brackets."""
+    """`text` split at the commas outside parentheses, brackets and braces."""
     parts, depth, last = [], 0, 0
     for i, ch in enumerate(text):
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
         if ch == "," and depth == 0:
             parts.append(text[last:i])
             last = i + 1

@@ -70,6 +70,7 @@ BODY = {  # statement in the kernel body -> words the reason must contain
     "float acc; for (int i = 0; i < 4; i++) acc += 1.0f; (void)acc;": "declares acc without a value",
     "float s = 0.0f, t; t = t + s; (void)t;": "declares t without a value",
     "int64_t i; (void)i;": "declares i without a value",
+    "float s = 0.0f,\n      t; t += s; (void)t;": "declares t without a value",
 }
 TOP = {  # lines before the kernel -> words the reason must contain
     "#include <stdio.h>": "#include <stdio.h>",
@@ -130,8 +131,15 @@ def test_names_in_comments_and_strings_and_allowed_constructs_pass(rms):
             "float t = TWICE(half(fmaf(1.0f, 2.0f, 3.0f))) + (float)omp_get_max_threads(); (void)t; "
             # given a value before it is read, members of a union, an array filled later
             "float r; if (bufs) r = 1.0f; else r = 2.0f; (void)r; "
-            "union { uint32_t u; float f; } pun; pun.f = 1.0f; (void)pun; float arr[4]; (void)arr;")
-    verdict = static.check(extra + inside(source, body), "cpu", k.name)
+            "union { uint32_t u; float f; } pun; pun.f = 1.0f; (void)pun; float arr[4]; (void)arr; "
+            # output arguments, a member of the same name, a pragma naming it
+            "int e; float m = frexpf(1.5f, &e); (void)m; (void)e; uint32_t u; __builtin_memcpy(&u, &m, 4); "
+            "(void)u; ap_pair v = {1.0f, 2.0f}; float x; x = v.x * 2.0f; (void)x; float y;\n"
+            "#pragma omp simd private(y)\n  for (int q = 0; q < 2; q++) { y = 1.0f; (void)y; }")
+    # a struct right after an #include line, and a file-scope variable (zero-initialized in C)
+    top = "typedef struct { float x, y; } ap_pair;\nfloat ap_global;\n"
+    verdict = static.check(extra + top + inside(source, body).replace(
+        "#include <math.h>\n", "#include <math.h>\nstruct ap_ms { float m; float s; };\n"), "cpu", k.name)
     assert verdict.passed, verdict.reason
 
 
