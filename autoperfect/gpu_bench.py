@@ -205,21 +205,22 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
     del ref
     mx.clear_cache()  # the checks' host copies leave no buffers behind for the timed calls to reuse
     copy, copy_args, copy_bytes = same_bytes_copy(contenders.ideal_bytes(f), copy_schedule)
-    copies = {"interleaved": contenders.evaluated(copy, copy_args), "steady": contenders.evaluated(copy, copy_args),
-              "pipelined": contenders.pipelined(copy, copy_args, PIPELINE)}
-    conditions = {"interleaved": (kernel, baselines, 1, 1), "steady": (kernel, baselines, burst, 1),
-                  "pipelined": (contenders.pipelined(lazy["kernel"], arrays, PIPELINE), queued, 1, PIPELINE)}
+    once = contenders.evaluated(copy, copy_args)
+    # condition -> (the kernel's call, the baselines' calls, the copy's call, calls per burst, calls per sample)
+    conditions = {"interleaved": (kernel, baselines, once, 1, 1), "steady": (kernel, baselines, once, burst, 1),
+                  "pipelined": (contenders.pipelined(lazy["kernel"], arrays, PIPELINE), queued,
+                                contenders.pipelined(copy, copy_args, PIPELINE), 1, PIPELINE)}
     runs = {}
-    for cond, (mine_call, others, size, per) in conditions.items():
+    for cond, (mine_call, others, copy_call, size, per) in conditions.items():
         stats, speedup = {}, {}
         for group in ("mlx", "torch"):  # kernel_uncompiled and the copy run with MLX's
             run = {n: c for n, c in others.items() if n.startswith("torch") == (group == "torch")}
             if group == "mlx":
-                run[COPY] = copies[cond]
+                run[COPY] = copy_call
             samples = bench.time_interleaved({"kernel": mine_call, **run}, warmup, repeats, seed, burst=size)
             samples = {n: [t / per for t in ts] for n, ts in samples.items()}
             mine = samples.pop("kernel")
-            if COPY in samples:
+            if group == "mlx":
                 copied = bench.summarize(samples.pop(COPY), seed)
                 copied.update(gbps=copy_bytes / copied["median_s"] / 1e9, bytes=copy_bytes, schedule=copy_schedule)
             stats[group] = bench.summarize(mine, seed)
@@ -592,7 +593,7 @@ def markdown(s: dict) -> list[str]:
             k = run["kernel"]
             gbps = row["gbps" if cond == "interleaved" else f"gbps_{cond}"]
             cells = [op, f"{k['median_s'] * 1e3:.3f} [{k['ci95_s'][0] * 1e3:.3f}, {k['ci95_s'][1] * 1e3:.3f}]",
-                     f"{gbps:.0f}", f"{goals['fraction_of_copy'][op][c]:.0%}", 
+                     f"{gbps:.0f}", f"{goals['fraction_of_copy'][op][c]:.0%}",
                      _in_rounds_cell(run, goals["fraction_of_copy_in_rounds"][op][c])]
             cells += [_speedup_cell(run, name) for name in BASELINES]
             lines.append("| " + " | ".join(cells + [", ".join(row["variant"])]) + " |")
@@ -620,9 +621,9 @@ def markdown(s: dict) -> list[str]:
                    + (f"not reached by {', '.join(under)}" if under else "every op"))
         losing = [f"{op} ({v[c]:.2f}x)" for op, v in goals["over_best_mlx"].items() if v[c] <= 1]
         # a median above 1 whose paired interval reaches 1 is not shown to be faster
-        noise = [f"{op} ({v[c]:.2f}x [{ci[c][0]:.2f}, {ci[c][1]:.2f}])" for (op, v), ci in
-                 zip(goals["over_best_mlx"].items(), goals["over_best_mlx_ci95"].values())
-                 if v[c] > 1 and ci[c] is not None and ci[c][0] <= 1]
+        ci = {op: v[c] for op, v in goals["over_best_mlx_ci95"].items()}
+        noise = [f"{op} ({v[c]:.2f}x [{ci[op][0]:.2f}, {ci[op][1]:.2f}])" for op, v in goals["over_best_mlx"].items()
+                 if v[c] > 1 and ci[op] is not None and ci[op][0] <= 1]
         losing_text = (f"every op but {', '.join(losing)}" if losing else "every op") + (
             f" (the interval reaches 1 for {', '.join(noise)})" if noise else "")
         lines.append(f"- {cond}: at least {GOAL_FRACTION:.0%} of the copy bandwidth: "

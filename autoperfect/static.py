@@ -10,10 +10,11 @@ judge can only test what the kernel computes, not what else it does. So a source
   runs at load, `optimize` turns on fast-math), function pointers or computed gotos; no name of a
   process, file, network, loader, environment, non-local-jump or clock function anywhere (a
   pointer to `system` is as bad as a call); no scalar local read before it is given a value (an
-  uninitialized accumulator reads what its register held, which on a GPU was 0 in every run). For `cpu`, which writes its own exported signature:
-  every call is to a function the source defines, a math function, a few OpenMP and compiler
-  builtins or the streaming-store intrinsics, and the kernel is defined once with the ABI. (GPU sources are bodies inside a signature
-  MLX writes and call device intrinsics not listed yet: they get the common rules only.)
+  uninitialized accumulator reads what its register held, which on a GPU was 0 in every run). For
+  `cpu`, which writes its own exported signature: every call is to a function the source defines,
+  a math function, a few OpenMP and compiler builtins or the streaming-store intrinsics, and the
+  kernel is defined once with the ABI. (GPU sources are bodies inside a signature MLX writes and
+  call device intrinsics not listed yet: they get the common rules only.)
 - `mlx` (Python source): an AST allow-list: one function of the kernel's name, no imports, no
   attribute except `mx.<name>`, and no call the KernelIR does not contain.
 
@@ -296,7 +297,6 @@ def _check_calls(code: str) -> None:
         if m.group(1) not in allowed:
             raise Rejected(f"line {_line(code, m.start())}: calls {m.group(1)}, which is neither defined in "
                            "the source nor an allowed math, OpenMP or compiler function")
-
 
 
 def _check_verbatim(source: str, rules: CRules) -> None:

@@ -107,6 +107,8 @@ def test_the_judge_passes_compensated_long_rows(tmp_path, monkeypatch):
 
 # -- the stash ---------------------------------------------------------------------------------------
 
+NORM = spec_of("n", "def n(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))\n",
+               x={"shape": [4, 64], "dtype": "float32"})
 SOFTMAX = spec_of("softmax", "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
                   x={"shape": [5, 300], "dtype": "float32"})
 
@@ -159,8 +161,7 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
     assert not any(s.stream for s in cpu.schedules_for(gelu))   # libmvec: a scalar head would round apart
     assert not any(s.stream for s in cpu.schedules_for(kernel_of(SOFTMAX)))
-    norm = kernel_of(spec_of("n", "def n(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))\n",
-                             x={"shape": [4, 64], "dtype": "float32"}))
+    norm = kernel_of(NORM)
     assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
     half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",
                              x={"shape": [1000], "dtype": "float32"}))
@@ -264,8 +265,7 @@ def test_fma_contraction_is_offered_where_the_tolerance_allows_and_a_product_fee
     assert not any(s.contract for s in cpu.schedules_for(exact_k))
     assert PRAGMA not in BE.render(exact_k, Schedule("forced", contract=True))
     assert not any(s.contract for s in cpu.schedules_for(kernel_of(SOFTMAX)))
-    norm = kernel_of(spec_of("n", "def n(x):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))\n",
-                             x={"shape": [4, 64], "dtype": "float32"}))
+    norm = kernel_of(NORM)
     *others, twin = cpu.schedules_for(norm)
     assert twin.name == f"{others[-1].name}_fma" and twin.contract and not others[-1].contract
     assert PRAGMA in BE.render(norm, twin) and PRAGMA not in BE.render(norm, others[-1])
