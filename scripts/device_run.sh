@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run on the lent H200 (docs/gpu-h200.md says how it was called). After the first of
 # ../shared/device/README.md's two calls (the wheel's first half copied to /tmp/parts):
-#   run, carry [".whlB", ".whl-install.sh", ".gpu"], command: cd .gpu && AP_ROOT=.. bash scripts/device_run.sh run
-#   run (while warm), carry [".gpu"], command:                 cd .gpu && bash scripts/device_run.sh mutants
+#   run, carry [".whlB", ".whl-install.sh"], command: AP_OPS=rmsnorm,chain,... bash scripts/device_run.sh run
+#   run (while warm), no carry, command:              AP_OPS=... bash scripts/device_run.sh mutants
 # `run` is `prepare` (install, GPU tests, stages and judge) then `bench` (roofline and benchmarks),
 # which can also be two calls while the machine stays warm (each under the device's 600 s limit).
 # `run` installs MLX's CUDA build (from AP_ROOT, where .whl-install.sh and .whlB are), runs the GPU tests
@@ -19,11 +19,15 @@ fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 PY=python3
 pack() { tar czf "$OUT/h200.tar.gz" -C "$(dirname "$R")" "$(basename "$R")"; }
+# the GPU, its driver and its clocks before a run (gpu.csv), and the clocks again after it
+gpu_before() { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv | tee "$OUT/gpu.csv"; }
+gpu_after() { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+  | tee -a "$OUT/gpu.csv"; }
 case "$phase" in
   run|prepare|bench)
     if [ "$phase" != bench ]; then
-      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-        --format=csv | tee "$OUT/gpu.csv"
+      gpu_before
       (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
        echo "pytest rc=$?" >> "$OUT/pytest.log") &
       tests=$!
@@ -41,8 +45,7 @@ case "$phase" in
       ${AP_OPS:+--ops "$AP_OPS"} 2>&1 \
       | tee -a "$OUT/run.log"
     kill "$smi"
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
-      | tee -a "$OUT/gpu.csv"
+    gpu_after
     pack ;;
   mutants)
     $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase mutants --mutant-jobs "${AP_MUTANT_JOBS:-3}" \
@@ -50,14 +53,12 @@ case "$phase" in
     pack ;;
   rerun)  # a fresh machine: bench again the sources the judge verified in an earlier run (AP_PREVIOUS)
     (cd "${AP_ROOT:-.}" && bash .whl-install.sh) || exit 1
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
-      --format=csv | tee "$OUT/gpu.csv"
+    gpu_before
     rm -rf "$R" && cp -r "${AP_PREVIOUS:-prev_h200}" "$R" && rm -f "$R"/*/cuda/bench.json "$R"/*/cuda/mutants.json \
       "$R"/summary.json "$R"/roofline.json
     timeout "${AP_BENCH_S:-270}" $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase bench --reuse \
       ${AP_OPS:+--ops "$AP_OPS"} 2>&1 | tee "$OUT/run.log"
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
-      | tee -a "$OUT/gpu.csv"
+    gpu_after
     pack ;;
   *) echo "usage: device_run.sh run|prepare|bench|mutants|rerun" >&2; exit 2 ;;
 esac
