@@ -56,6 +56,7 @@ class Row:
     verdict: str
     timings: dict[str, Timing | str] = field(default_factory=dict)
     machine: dict | None = None
+    variants: dict | None = None  # bench.json's schedule choice per kernel
 
     @property
     def label(self) -> str:
@@ -93,7 +94,8 @@ def load_row(results_dir: str, op: str, backend: str) -> Row:
     if measured is None:
         return Row(op, backend, f"passed; {problem}")
     machine = measured.get("machine") if isinstance(measured.get("machine"), dict) else None
-    return Row(op, backend, "passed", {c: _timing(measured, c) for c in CONDITIONS}, machine)
+    variants = measured.get("variants") if isinstance(measured.get("variants"), dict) else None
+    return Row(op, backend, "passed", {c: _timing(measured, c) for c in CONDITIONS}, machine, variants)
 
 
 def load_ceiling(results_dir: str) -> tuple[dict | None, str]:
@@ -566,7 +568,7 @@ def mutants_section(results_dir: str, ops: list[str], backends: list[str]) -> li
     return lines + [""]
 
 
-def choice_section(results_dir: str, rows: list[Row]) -> list[str]:
+def choice_section(rows: list[Row]) -> list[str]:
     """Which schedule variant each kernel runs (bench.json's `variants`): every verified variant's
     median in the chooser's own interleaved rounds, and the chosen one's paired speedup over the
     next fastest, whose interval says whether the choice is more than the noise."""
@@ -577,14 +579,12 @@ def choice_section(results_dir: str, rows: list[Row]) -> list[str]:
              "chosen in another run).", "",
              _table_row(["op/backend", "kernel", "chosen", "over the next fastest [95% CI]", "every variant (ms)"]),
              _table_row(["---"] * 5)]
-    for row in rows:
-        data, problem = (read_json(os.path.join(results_dir, row.op, row.backend, "bench.json"))
-                         if row.verdict == "passed" else (None, row.verdict))  # a failed kernel's is stale
-        if data is None or not isinstance(data.get("variants"), dict):
-            why = problem if data is None else shorten(str(data.get("skipped", "no variants recorded")))
+    for row in rows:  # load_row read a bench.json only for a kernel that passed (a failed one's is stale)
+        if not row.variants:
+            why = row.verdict if row.verdict != "passed" else "no variants recorded"
             lines.append(_table_row([row.label, why] + [NONE] * 3))
             continue
-        for kernel, c in data["variants"].items():
+        for kernel, c in row.variants.items():
             medians = c.get("median_s") or {}
             runner = c.get("over_runner_up")
             versus = (f"{runner['median']:.2f}x [{runner['ci95'][0]:.2f}, {runner['ci95'][1]:.2f}] over "
@@ -670,7 +670,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
     text = (render(rows, ceiling, ceiling_problem, links)
             + "\n".join(runtime_section(results_dir)) + "\n"
             + "\n".join(summation_section(results_dir)) + "\n"
-            + "\n".join(choice_section(results_dir, rows)) + "\n"
+            + "\n".join(choice_section(rows)) + "\n"
             + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
             + "\n".join(gpu_section(results_dir)) + "\n")
     artifacts.write_text(out_md, text)
