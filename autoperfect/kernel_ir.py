@@ -66,6 +66,15 @@ class Launch:
     in_shapes: tuple[tuple[int, ...], ...]     # shapes of the buffers the inputs point into
     out_shapes: tuple[tuple[int, ...], ...]
 
+    def __hash__(self) -> int:
+        # computed once: a kernel looks its launch's arguments up by it on every call, and hashing
+        # four nested tuples each time cost more than the rest of that call's bookkeeping
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.dims, self.strides, self.in_shapes, self.out_shapes))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     def to_json(self) -> dict:
         return {"dims": list(self.dims), "strides": [list(s) for s in self.strides],
                 "in_shapes": [list(s) for s in self.in_shapes],

@@ -44,19 +44,29 @@ def storage(dtype: str):
 class Program:
     def __init__(self, graph: Graph, partition: Partition, steps: Sequence[Step]):
         self.graph, self.partition, self.steps = graph, partition, tuple(steps)
+        # The user's path, resolved once (a warm call of a small op is mostly this loop): the nodes the
+        # inputs bind, and per step what it reads and what it writes (a region left to MLX: its nodes).
+        self._inputs = tuple(n.id for n in graph.inputs)
+        self._calls = tuple((s.run, s.kernel.binds[:len(s.kernel.inputs)], s.kernel.binds[len(s.kernel.inputs):],
+                             s.kernel.launch) if s.kernel is not None else (None, s.region.nodes, (), None)
+                            for s in self.steps)
 
     # -- the user's path -------------------------------------------------------------------------------
     def __call__(self, *inputs):
         env = self._env_with_inputs(inputs)
-        for step in self.steps:
-            self._run_step(step, env)
+        value = self._mlx_value
+        for run, reads, writes, launch in self._calls:
+            if run is None:
+                for i in reads:
+                    value(env, i)
+            else:
+                env.update(zip(writes, run([env[b] if b in env else value(env, b) for b in reads], launch)))
         return self._outputs(env)
 
     def _env_with_inputs(self, inputs) -> dict:
-        g = self.graph
-        if len(inputs) != len(g.inputs):
-            raise TypeError(f"{g.name} takes {len(g.inputs)} arrays, got {len(inputs)}")
-        return {n.id: x for n, x in zip(g.inputs, inputs)}
+        if len(inputs) != len(self._inputs):
+            raise TypeError(f"{self.graph.name} takes {len(self._inputs)} arrays, got {len(inputs)}")
+        return dict(zip(self._inputs, inputs))
 
     def _mlx_value(self, env: dict, i: int):
         """MLX value of node i, computing views and constants on demand."""
@@ -64,16 +74,6 @@ class Program:
             n = self.graph.nodes[i]
             env[i] = mlx_apply(n, [self._mlx_value(env, s) for s in n.srcs])
         return env[i]
-
-    def _run_step(self, step: Step, env: dict) -> None:
-        if step.kernel is None:
-            for i in step.region.nodes:
-                self._mlx_value(env, i)
-            return
-        k = step.kernel
-        outs = step.run([self._mlx_value(env, b) for b in k.binds[:len(k.inputs)]], k.launch)
-        for node, value in zip(k.binds[len(k.inputs):], outs):
-            env[node] = value
 
     def _outputs(self, env: dict):
         outs = [self._mlx_value(env, o) for o in self.graph.outputs]
@@ -88,7 +88,8 @@ class Program:
                                   for n, x in zip(self.graph.inputs, inputs)}
         for step in self.steps:
             if step.kernel is None:
-                self._run_step(step, env)
+                for i in step.region.nodes:
+                    self._mlx_value(env, i)
                 continue
             k = step.kernel
             ins = [_host(self._mlx_value(env, b), self.graph.nodes[b].dtype) for b in k.binds[:len(k.inputs)]]

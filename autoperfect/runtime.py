@@ -213,6 +213,10 @@ def _shaped(out: Any, structure: str) -> Any:
     return outs[0] if structure == "array" else (list(outs) if structure == "list" else tuple(outs))
 
 
+# MLX dtype -> the compiler's name for it: str(dtype) and the check cost more than the rest of a signature
+_DTYPE_NAMES: dict = {}
+
+
 def _signature(args: tuple, kwargs: dict) -> tuple | str:
     """(shape, dtype) of each argument; or, as a string, why the call is passed to the function as it is."""
     import mlx.core as mx
@@ -223,10 +227,13 @@ def _signature(args: tuple, kwargs: dict) -> tuple | str:
     for i, a in enumerate(args):
         if not isinstance(a, mx.array):
             return f"argument {i} is a {type(a).__name__}, not an MLX array"
-        try:
-            sig.append((tuple(a.shape), from_mlx(a.dtype)))
-        except ValueError:
-            return f"argument {i} has dtype {a.dtype}, which the compiler does not handle"
+        name = _DTYPE_NAMES.get(a.dtype)
+        if name is None:
+            try:
+                name = _DTYPE_NAMES[a.dtype] = from_mlx(a.dtype)
+            except ValueError:
+                return f"argument {i} has dtype {a.dtype}, which the compiler does not handle"
+        sig.append((tuple(a.shape), name))
     return tuple(sig)
 
 

@@ -219,11 +219,12 @@ class Kernel:
 
     def _launch_args(self, launch: Launch) -> tuple:
         """kernel_call's arguments after the inputs and the address, made once per launch."""
-        if launch not in self._native_args:
-            self._native_args[launch] = (
+        args = self._native_args.get(launch)
+        if args is None:
+            args = self._native_args[launch] = (
                 list(launch.dims), self.flat_strides(launch), [list(s) for s in launch.out_shapes],
                 [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
-        return self._native_args[launch]
+        return args
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on numpy buffers (inputs then outputs), e.g. poisoned outputs in the judge."""

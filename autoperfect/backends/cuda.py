@@ -350,7 +350,8 @@ class Kernel:
 
     def launch_args(self, launch: Launch) -> dict:
         """Template constants, grid (counted in threads) and block for one launch, made once."""
-        if launch not in self._launches:
+        args = self._launches.get(launch)
+        if args is None:
             values = {f"D{d}": n for d, n in enumerate(launch.dims)}
             values.update({f"S{a}_{d}": s for a, st in enumerate(launch.strides) for d, s in enumerate(st)})
             meta = self.meta
@@ -360,10 +361,10 @@ class Kernel:
                 threads = min(max(1, -(-math.prod(launch.dims) // per_thread)), GRID_CAP)
             else:
                 threads = -(-rows // meta["rows_per_block"]) * meta["block"]
-            self._launches[launch] = {"template": [(t, int(values[t])) for t in meta["templates"]],
-                                      "grid": (threads, 1, 1), "threadgroup": (meta["block"], 1, 1),
-                                      "output_shapes": [list(s) for s in launch.out_shapes]}
-        return self._launches[launch]
+            args = self._launches[launch] = {"template": [(t, int(values[t])) for t in meta["templates"]],
+                                             "grid": (threads, 1, 1), "threadgroup": (meta["block"], 1, 1),
+                                             "output_shapes": [list(s) for s in launch.out_shapes]}
+        return args
 
     def __call__(self, inputs: Sequence, launch: Launch | None = None, out_shapes=None, init=None) -> list:
         """The outputs, lazily; `out_shapes` and `init` (a fill value) are the judge's."""
