@@ -473,17 +473,19 @@ def run_isolated(spec: OpSpec, backend: str, libraries: dict[str, str], settings
     """Judge in a child process with time and memory limits; a crash or hang becomes the verdict."""
     request = {"spec": spec.to_json(), "backend": backend, "libraries": libraries,
                "settings": settings.__dict__, "hidden_seed": secrets.randbits(63)}
-    # a GPU context reserves far more address space than it uses: cap memory on the CPU only
-    return run_child("autoperfect.judge", request, settings, cap_memory=backend not in ("cuda", "metal"))
+    return run_child("autoperfect.judge", request, settings, backend)
 
 
-def run_child(module: str, request: dict, settings: Settings, cap_memory: bool = True) -> dict:
+def run_child(module: str, request: dict, settings: Settings, backend: str) -> dict:
     """`python -m module` with `request` as JSON on stdin and its verdict as JSON on stdout, under the
-    judge's time and memory limits and on every core (threads expose races)."""
+    judge's time limit and on every core (threads expose races). Its address space is capped at the
+    judge's memory limit for the CPU backends only: a GPU context reserves far more address space
+    than it uses, and MLX's CUDA build fails to start under a cap of 16 GB ("cudaMallocManaged
+    failed: out of memory"), which made every kernel the runtime gated on a GPU fail."""
     limit = int(settings.memory_gb * 2**30)
 
     def limits():
-        if cap_memory:
+        if backend not in backends.GPU:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     try:

@@ -485,7 +485,7 @@ def _judge_mutant(spec, be, backend, m: Mutant, libraries, settings, cache_dir) 
     verdict = ({"passed": False, "reason": f"static check: {gate.reason}"} if not gate.passed
                else run_isolated(spec, backend, mutated, settings))
     baseline = run_child("autoperfect.mutants", {"spec": spec.to_json(), "backend": backend,
-                                                 "libraries": mutated}, settings)
+                                                 "libraries": mutated}, settings, backend)
     return {**record, "judge": _caught(verdict), "baseline": _caught(baseline)}
 
 

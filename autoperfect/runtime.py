@@ -111,18 +111,33 @@ def gate(request: dict) -> dict:
 
 def quick_gate(graphs: list[Graph], backend: str, kernel: str, library: str, timeout_s: float) -> dict:
     """The gate's verdict from a child process under the judge's limits (judge.run_child): a crash or
-    a hang is a verdict. One that ran out of time is marked `retry`: that says more about a busy
-    machine than about the kernel, so it is not remembered as a failure."""
+    a hang is a verdict. One that ran out of time, or whose child could not start MLX on the device,
+    is marked `retry`: that says more about the machine than about the kernel, so it is not
+    remembered as a failure."""
     request = {"graphs": [g.to_json() for g in graphs], "backend": backend, "kernel": kernel,
                "library": library, "hidden_seed": secrets.randbits(63)}
-    verdict = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s))
+    verdict = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s), backend)
     if not verdict["passed"] and verdict["reason"].startswith("timed out"):
         verdict["retry"] = True
     return verdict
 
 
+def device_problem() -> str:
+    """Why MLX can't run anything on its default device in this process ("" when it can)."""
+    try:
+        import mlx.core as mx
+
+        mx.eval(mx.zeros(1))
+    except Exception as e:  # noqa: BLE001 (whatever stops the device, it is not the kernel's doing)
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
 def main() -> None:
-    verdict = gate(json.loads(sys.stdin.read()))
+    request = json.loads(sys.stdin.read())
+    problem = device_problem()  # before any kernel runs: a failure here is no verdict on the kernel
+    verdict = ({"passed": False, "retry": True, "reason": f"the gate's child could not start MLX: {problem}"}
+               if problem else gate(request))
     sys.stdout.write(json.dumps(verdict, allow_nan=False))
 
 

@@ -175,6 +175,27 @@ def test_a_wrong_kernel_fails_the_gate_and_its_verdict_is_remembered(tmp_path, m
     assert "cached verdict: failed" in again.last_trace.misses[0]
 
 
+
+def test_a_gate_child_that_cannot_start_mlx_is_retried_not_remembered(tmp_path, monkeypatch):
+    """On a GPU the gate's child once ran under the CPU's memory cap, and MLX's CUDA build failed to
+    start there ("cudaMallocManaged failed: out of memory"): that failure was remembered as each
+    kernel's verdict, so the runtime never dispatched a kernel on a GPU. A child that can't start
+    MLX gives no verdict: the call runs in MLX, says why, and the next process gates again."""
+    fake = tmp_path / "fake" / "mlx"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "core.py").write_text("raise ImportError('cudaMallocManaged(&data, size) failed: out of memory')\n")
+    repo = str(Path(__file__).resolve().parents[1])
+    x, b = arrays("no device", (4, 40), (40,))
+    monkeypatch.setenv("PYTHONPATH", f"{fake.parent}:{repo}")  # the gate's children import the fake
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path / "kernels")
+    assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
+    assert "could not start MLX: ImportError: cudaMallocManaged" in f.last_trace.misses[0]
+    monkeypatch.setenv("PYTHONPATH", repo)
+    again = autoperfect.jit(swish_shift, cache_dir=tmp_path / "kernels")
+    assert_close(again(x, b), swish_shift(x, b))
+    assert [r.cache for r in again.last_trace.kernels] == ["compiled"], again.last_trace.describe()
+
 def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
     x, b = arrays("crash", (3, 17), (17,))
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write))

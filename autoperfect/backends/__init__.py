@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 KNOWN = ("cpu", "cuda", "metal", "mlx")
+GPU = ("cuda", "metal")
 
 
 class BackendError(ValueError):
@@ -29,13 +30,13 @@ def get(name: str) -> ModuleType:
 
 def available() -> list[str]:
     """Backends this machine can run: the CPU always; a GPU backend when MLX sees its GPU."""
-    return ["cpu"] + [name for name in ("cuda", "metal") if not missing_device(name)]
+    return ["cpu"] + [name for name in GPU if not missing_device(name)]
 
 
 def missing_device(name: str) -> str:
     """Why this machine can't run backend `name` ("" when it can). A GPU backend still renders and
     compile-checks anywhere; its validation then says it was not run, and why."""
-    return get(name).missing_device() if name in ("cuda", "metal") else ""
+    return get(name).missing_device() if name in GPU else ""
 
 
 def resolve(requested: list[str]) -> list[str]:
