@@ -75,7 +75,7 @@ def _direct_program(spec: OpSpec, cache: Cache, backend: str):
 def measure_size(spec: OpSpec, settings: dict, pipeline_root: str | None) -> dict:
     import mlx.core as mx
 
-    fn, arrays, backend = spec.function(), _arrays(spec), backends.resolve(["auto"])[0]
+    fn, arrays, backend = spec.function(), _arrays(spec), backends.for_default_device()
     result = {"shapes": {i.name: list(i.shape) for i in spec.inputs}}
     with tempfile.TemporaryDirectory() as tmp:
         cold = jit(fn, cache_dir=tmp, backend=backend)

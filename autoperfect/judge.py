@@ -479,13 +479,15 @@ def run_isolated(spec: OpSpec, backend: str, libraries: dict[str, str], settings
 def run_child(module: str, request: dict, settings: Settings, backend: str) -> dict:
     """`python -m module` with `request` as JSON on stdin and its verdict as JSON on stdout, under the
     judge's time limit and on every core (threads expose races). Its address space is capped at the
-    judge's memory limit for the CPU backends only: a GPU context reserves far more address space
-    than it uses, and MLX's CUDA build fails to start under a cap of 16 GB ("cudaMallocManaged
-    failed: out of memory"), which made every kernel the runtime gated on a GPU fail."""
+    judge's memory limit where MLX drives no GPU: a GPU context reserves far more address space
+    than it uses, and MLX's CUDA build, which starts the GPU when imported, for the CPU's kernels
+    too, fails under a cap of 16 GB ("cudaDeviceGetDefaultMemPool failed: out of memory", on the
+    H200), which once made every kernel the runtime gated there fail."""
     limit = int(settings.memory_gb * 2**30)
+    capped = backend not in backends.GPU and not backends.drives_gpu()
 
     def limits():
-        if backend not in backends.GPU:
+        if capped:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     try:

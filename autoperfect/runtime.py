@@ -150,7 +150,8 @@ class RegionTrace:
     runs: str                    # the kernel's name, or "mlx"
     cache: str = ""              # where the kernel came from: "compiled", "disk" or "memory"
     variant: str = ""
-    dispatch: str = ""           # "native": the call queues an MLX op; "ctypes": it runs the kernel
+    dispatch: str = ""           # "native" or mx.fast's kernel factory: the call queues an MLX op;
+    #                              "ctypes": it runs the kernel
     seconds: float | None = None  # the call's wall time: the whole kernel only under ctypes dispatch
     lines: tuple[str, ...] = ()  # the user's source lines the region computes
     why: str = ""                # why the region ran in MLX
@@ -292,7 +293,7 @@ class Jit:
                  cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S):
         functools.update_wrapper(self, fn)
         self.fn, self.allow_compile, self.timeout_s = fn, allow_compile, timeout_s
-        self.backend = backends.resolve([backend])[0]
+        self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
         self._last: tuple | None = None  # what the last call's trace is built from, when asked for
@@ -442,7 +443,7 @@ class Jit:
             elif k.name in usable:
                 entry, source = found[k.name]
                 regions.append(RegionTrace(region.index, k.name, source, entry.variant,
-                                           getattr(loaded[k.name].kernel, "dispatch", ""), lines=k.lines))
+                                           loaded[k.name].kernel.dispatch, lines=k.lines))
             else:
                 regions.append(RegionTrace(region.index, "mlx", lines=k.lines,
                                            why=f"{k.name}: {why[k.name]}"))
@@ -495,8 +496,10 @@ def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str 
     """Wrap `fn` (MLX arrays in, one array or a tuple out) so its fused regions run verified kernels.
 
     Usable as `autoperfect.jit(fn)`, `@autoperfect.jit` or `@autoperfect.jit(allow_compile=False)`.
-    `allow_compile=False` dispatches only what the cache already holds; `cache_dir` defaults to
-    $AUTOPERFECT_CACHE/kernels (~/.cache/autoperfect/kernels); `timeout_s` bounds each gate's child.
+    `backend="auto"` compiles for MLX's default device (a GPU's backend when that is a GPU this
+    machine runs kernels on, else the CPU's); `allow_compile=False` dispatches only what the cache
+    already holds; `cache_dir` defaults to $AUTOPERFECT_CACHE/kernels (~/.cache/autoperfect/kernels);
+    `timeout_s` bounds each gate's child.
     """
     def wrap(f: Callable) -> Jit:
         return Jit(f, allow_compile, backend, cache_dir, timeout_s)

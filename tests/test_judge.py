@@ -250,18 +250,24 @@ def test_a_hang_is_a_verdict(build_dir):
 
 
 
-def test_a_child_is_capped_at_the_judges_memory_on_the_cpu_only(tmp_path, monkeypatch):
-    """A GPU context reserves far more address space than it uses; under the CPU's cap MLX's CUDA
-    build fails to start, and every kernel the runtime gated on a GPU failed."""
+@pytest.mark.parametrize("gpu", [False, True])
+def test_a_child_is_capped_at_the_judges_memory_only_where_mlx_drives_no_gpu(tmp_path, monkeypatch, gpu):
+    """A GPU context reserves far more address space than it uses; MLX's CUDA build starts the GPU
+    when imported (for the CPU's kernels too) and fails under the CPU's cap, which once made every
+    kernel the runtime gated on the H200 fail."""
+    import resource
+
     (tmp_path / "rlimit_probe.py").write_text(
         "import json, resource, sys\nsys.stdin.read()\n"
         "print(json.dumps({'passed': True, 'as': resource.getrlimit(resource.RLIMIT_AS)[0]}))\n")
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{Path(__file__).resolve().parents[1]}")
+    monkeypatch.setattr(backends, "drives_gpu", lambda: gpu)
     settings = Settings(memory_gb=3.0)
     caps = {b: judge.run_child("rlimit_probe", {}, settings, b)["as"] for b in ("cpu", "mlx", "cuda", "metal")}
-    import resource
-    assert caps["cpu"] == caps["mlx"] == 3 * 2**30
-    assert caps["cuda"] == caps["metal"] == resource.getrlimit(resource.RLIMIT_AS)[0] != 3 * 2**30
+    unlimited = resource.getrlimit(resource.RLIMIT_AS)[0]
+    assert unlimited != 3 * 2**30
+    assert caps == {"cpu": unlimited if gpu else 3 * 2**30, "mlx": unlimited if gpu else 3 * 2**30,
+                    "cuda": unlimited, "metal": unlimited}
 
 # -- approximated functions: ULPs measured one function at a time --------------------------------------
 

@@ -20,6 +20,16 @@ from autoperfect.generate import provider as real_provider
 from autoperfect.spec import seed_for
 
 
+@pytest.fixture(autouse=True)
+def on_the_cpu():
+    """These tests are the runtime's logic on the cpu backend: MLX computes on the CPU while they
+    run, so `backend="auto"` means the CPU's on a GPU machine too."""
+    device = mx.default_device()
+    mx.set_default_device(mx.cpu)
+    yield
+    mx.set_default_device(device)
+
+
 def swish_shift(x, b):
     return (x + b) * mx.tanh(x + b) - 0.5
 
@@ -195,6 +205,21 @@ def test_a_gate_child_that_cannot_start_mlx_is_retried_not_remembered(tmp_path, 
     again = autoperfect.jit(swish_shift, cache_dir=tmp_path / "kernels")
     assert_close(again(x, b), swish_shift(x, b))
     assert [r.cache for r in again.last_trace.kernels] == ["compiled"], again.last_trace.describe()
+
+
+def test_auto_compiles_for_mlxs_default_device(monkeypatch):
+    """On a GPU machine `auto` once meant the CPU (the first backend available), so a user's GPU
+    arrays were handed to CPU kernels; it follows MLX's default device now."""
+    from autoperfect import backends
+
+    assert autoperfect.jit(swish_shift).backend == "cpu"  # MLX computes on the CPU (on_the_cpu)
+    gpu = type("Device", (), {"type": mx.DeviceType.gpu})()
+    monkeypatch.setattr(mx, "default_device", lambda: gpu)
+    monkeypatch.setattr(backends, "missing_device", lambda name: "" if name == "cuda" else "none here")
+    assert backends.for_default_device() == "cuda"
+    assert autoperfect.jit(swish_shift, backend="cpu").backend == "cpu"
+    monkeypatch.setattr(backends, "missing_device", lambda name: "none here")
+    assert backends.for_default_device() == "cpu"
 
 def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
     x, b = arrays("crash", (3, 17), (17,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from types import ModuleType
 
 KNOWN = ("cpu", "cuda", "metal", "mlx")
@@ -31,6 +32,26 @@ def get(name: str) -> ModuleType:
 def available() -> list[str]:
     """Backends this machine can run: the CPU always; a GPU backend when MLX sees its GPU."""
     return ["cpu"] + [name for name in GPU if not missing_device(name)]
+
+
+@lru_cache(maxsize=1)
+def drives_gpu() -> bool:
+    """Whether MLX drives a GPU on this machine. Its CUDA build then starts the GPU when it is
+    imported, for CPU work too, and the context reserves far more address space than it uses."""
+    return len(available()) > 1
+
+
+def for_default_device() -> str:
+    """The backend that computes where MLX does by default: the GPU's when MLX's default device is
+    a GPU this machine runs kernels on, else the CPU's (what `autoperfect.jit`'s "auto" means: a
+    kernel on the other device would compute far from the user's arrays)."""
+    import mlx.core as mx
+
+    if mx.default_device().type == mx.DeviceType.gpu:
+        for name in GPU:
+            if not missing_device(name):
+                return name
+    return "cpu"
 
 
 def missing_device(name: str) -> str:

@@ -348,6 +348,11 @@ class Kernel:
     def missing_device() -> str:
         return missing_device()
 
+    @property
+    def dispatch(self) -> str:
+        """How a call runs (the runtime's trace says it): a lazy MLX op, `mx.fast.<factory>`."""
+        return f"mx.fast.{self.factory}"
+
     def launch_args(self, launch: Launch) -> dict:
         """Template constants, grid (counted in threads) and block for one launch, made once."""
         args = self._launches.get(launch)

@@ -179,6 +179,8 @@ class Kernel:
         exec(compile(source, library, "exec"), namespace)
         self.fn = mx.compile(namespace[kernel.name])
 
+    dispatch = "mx.compile"  # how a call runs: MLX ops, compiled
+
     def __call__(self, inputs: Sequence, launch: Launch | None = None) -> list:
         import mlx.core as mx
 
