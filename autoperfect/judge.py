@@ -201,13 +201,35 @@ def is_degenerate(refs: list[np.ndarray], bounds: list[np.ndarray]) -> bool:
 # -- one candidate set, in this process ----------------------------------------------------------------
 
 
-def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: int = 2) -> dict:
-    """One draw of class `cls`: `runs` guarded runs that must agree bit for bit, then the first
-    run's outputs against the float64 answer key (and, for exact ops, the step-by-step one)."""
+@dataclass(frozen=True)
+class AnswerKey:
+    """One draw and what a kernel's outputs are judged against: the float64 references,
+    their error bounds and, for exact ops, the step-by-step values. It does not depend on the kernel,
+    so variants judged on the same draw share it (most of a check's time is here)."""
+    inputs: list
+    refs: list
+    bounds: list
+    native: list | None
+
+
+def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
     xs = draw(spec, cls, rng)
     # the answer key first: where it can't be computed (an index input out of range at these shapes)
     # the program can't be judged either, and MLX's gathers would read out of bounds
     refs = interp.evaluate(f.traced, xs, "float64")
+    _, errs = propagate(f.canonical, xs)
+    bounds = [np.asarray(errs[o]) for o in f.canonical.outputs]
+    native = interp.evaluate(f.canonical, xs, "native") if exact else None
+    return AnswerKey(xs, refs, bounds, native)
+
+
+def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: int = 2,
+                key: AnswerKey | None = None) -> dict:
+    """One draw of class `cls` (or the draw `key` holds): `runs` guarded runs that must agree bit for
+    bit, then the first run's outputs against the float64 answer key (and, for exact ops, the
+    step-by-step one)."""
+    key = key or answer_key(f, spec, cls, rng, exact)
+    xs, refs, bounds = key.inputs, key.refs, key.bounds
     try:
         got = prog.run_guarded(xs)
         for n in range(1, max(runs, 2)):
@@ -216,8 +238,6 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
                 return {"class": cls, "passed": False, "reason": f"run {n + 1} of {runs}: {problem}"}
     except IntegrityError as e:
         return {"class": cls, "passed": False, "reason": str(e)}
-    _, errs = propagate(f.canonical, xs)
-    bounds = [np.asarray(errs[o]) for o in f.canonical.outputs]
     got_values = [_as_float(g, f.canonical.nodes[o].dtype) for g, o in zip(got, f.canonical.outputs)]
     judged = unjudged = 0
     for j, (g, r, b) in enumerate(zip(got_values, refs, bounds)):
@@ -226,8 +246,7 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
         if mismatch:
             return {"class": cls, "passed": False, "reason": mismatch.describe(np.shape(r))}
     if exact:
-        native = interp.evaluate(f.canonical, xs, "native")
-        for j, (g, w) in enumerate(zip(got_values, native)):
+        for j, (g, w) in enumerate(zip(got_values, key.native)):
             m = exact_mismatch(g, w, j)
             if m:
                 return {"class": cls, "passed": False,

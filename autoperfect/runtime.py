@@ -70,12 +70,27 @@ def only(f: Front, names: set[str]) -> Front | None:
 
 
 def gate(request: dict) -> dict:
-    """The gate's verdict on one kernel's library, computed in the child (`main`): the judge's checks
-    at the call's shapes (graphs[0]: normal and special inputs) and at the alternate shape (every
-    input class), with every other region computed by MLX; the judge's ULP probes of the approximated
-    functions it calls; and one hidden draw."""
+    """The gate's verdicts on the libraries of one kernel's variants ({"verdicts": {variant: verdict}}),
+    computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
+    (graphs[0]: normal and special inputs) and at the alternate shape (every input class), with every
+    other region computed by MLX; the judge's ULP probes of the approximated functions it calls; and
+    one hidden draw. The variants are judged on the same draws: each draw's answer key (references
+    and error bounds, most of a gate's time) is computed once, for the first variant that needs it."""
+    keys: dict[tuple, judge.AnswerKey] = {}
+    return {"verdicts": {variant: gate_one(request, library, keys)
+                         for variant, library in request["libraries"].items()}}
+
+
+def gate_one(request: dict, library: str, keys: dict) -> dict:
+    """One variant's verdict (see `gate`); `keys` holds the answer keys drawn so far, by draw."""
     be = backends.get(request["backend"])
-    name, library = request["kernel"], request["library"]
+    name = request["kernel"]
+
+    def check(n, f, prog, spec, cls, seed, exact):
+        if (n, cls) not in keys:
+            keys[n, cls] = judge.answer_key(f, spec, cls, np.random.default_rng(seed), exact)
+        return judge.check_shape(f, prog, spec, cls, None, exact, key=keys[n, cls])
+
     report, checked, useful = [], [], 0
     for n, graph_json in enumerate(request["graphs"]):
         traced = Graph.from_json(graph_json)
@@ -89,37 +104,45 @@ def gate(request: dict) -> dict:
         exact = all(node.op in EXACT for node in f.canonical.nodes)
         checks = []
         for cls in ("normal", "special") if n == 0 else judge.classes_for(spec):
-            rng = np.random.default_rng(seed_for(spec.name, "gate", str(n), cls))
-            result = judge.check_shape(f, prog, spec, cls, rng, exact)
+            result = check(n, f, prog, spec, cls, seed_for(spec.name, "gate", str(n), cls), exact)
             checks.append(result)
             if not result["passed"]:
                 return {"passed": False, "reason": f"shapes {label}, inputs '{cls}': {result['reason']}"}
             useful += not result["degenerate"]
-        checked.append((f, prog, spec, exact, kernel))
+        checked.append((n, f, prog, spec, exact, kernel))
         report.append({"shapes": label, "status": "checked", "exact": exact, "checks": checks})
     if useful == 0:
         return {"passed": False, "reason": "no useful test: every reference was degenerate", "shapes": report}
-    f, prog, spec, exact, kernel = checked[-1]
+    n, f, prog, spec, exact, kernel = checked[-1]
     ulp, problem = judge.function_accuracy(be, [kernel], {name: library})
     if problem:
         return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
-    hidden = judge.check_shape(f, prog, spec, "normal", np.random.default_rng(request["hidden_seed"]), exact)
+    hidden = check(("hidden", n), f, prog, spec, "normal", request["hidden_seed"], exact)
     if not hidden["passed"]:
         return {"passed": False, "reason": "failed on a hidden draw (inputs withheld; public checks passed)"}
     return {"passed": True, "shapes": report, "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}
 
 
-def quick_gate(graphs: list[Graph], backend: str, kernel: str, library: str, timeout_s: float) -> dict:
-    """The gate's verdict from a child process under the judge's limits (judge.run_child): a crash or
-    a hang is a verdict. One that ran out of time, or whose child could not start MLX on the device,
-    is marked `retry`: that says more about the machine than about the kernel, so it is not
-    remembered as a failure."""
+def quick_gate(graphs: list[Graph], backend: str, kernel: str, libraries: dict[str, str],
+               timeout_s: float) -> dict[str, dict]:
+    """Each variant's verdict ({variant: library} -> {variant: verdict}) from the gate's children,
+    under the judge's limits (judge.run_child): a crash or a hang is a verdict. The variants share
+    one child, which computes each draw's answer key once for all of them; where that child gives
+    no verdicts (a crash, a hang), each variant is gated again in a child of its own, so the crash
+    or the hang is the verdict of the variant that caused it. A verdict that ran out of time, or
+    whose child could not start MLX on the device, is marked `retry`: that says more about the
+    machine than about the kernel, so it is not remembered as a failure."""
     request = {"graphs": [g.to_json() for g in graphs], "backend": backend, "kernel": kernel,
-               "library": library, "hidden_seed": secrets.randbits(63)}
-    verdict = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s), backend)
-    if not verdict["passed"] and verdict["reason"].startswith("timed out"):
-        verdict["retry"] = True
-    return verdict
+               "libraries": libraries, "hidden_seed": secrets.randbits(63)}
+    reply = judge.run_child("autoperfect.runtime", request,
+                            judge.Settings(timeout_s=timeout_s * len(libraries)), backend)
+    if "verdicts" in reply:
+        return reply["verdicts"]
+    if len(libraries) > 1 and not reply.get("retry"):
+        return {v: quick_gate(graphs, backend, kernel, {v: lib}, timeout_s)[v] for v, lib in libraries.items()}
+    if reply["reason"].startswith("timed out"):
+        reply["retry"] = True
+    return {v: reply for v in libraries}
 
 
 def device_problem() -> str:
@@ -403,8 +426,8 @@ class Jit:
                 why = build.log.strip()[-300:] if build is not None else checked.reason
                 verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
         lap("compile")
-        for variant, library in built.items():
-            verdicts[variant] = quick_gate(graphs, self.backend, k.name, library, self.timeout_s)
+        if built:
+            verdicts.update(quick_gate(graphs, self.backend, k.name, built, self.timeout_s))
         lap("gate")
         passed = {v: built[v] for v, verdict in verdicts.items() if verdict["passed"]}
         source = {c.variant: c.source for c in candidates}

@@ -229,6 +229,50 @@ def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
     assert "crashed with SIGSEGV" in f.last_trace.misses[0]
 
 
+
+class FirstVariantCrashes:
+    """The compiler provider, with its first variant's source writing through a null pointer."""
+    name = "compiler"
+
+    def generate(self, kernel, backend):
+        first, *rest = real_provider("compiler").generate(kernel, backend)
+        return [replace(first, source=null_write(first.source)), *rest]
+
+
+def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_that_crashed(tmp_path, monkeypatch):
+    """One child gates every variant (each draw's answer key is computed once); when it crashes,
+    each variant is gated again alone, so the crash is charged to the variant that caused it and
+    the others still pass."""
+    x, b = arrays("one crashes", (6, 50), (50,))
+    traced = runtime.trace(swish_shift, [("x", (6, 50), "float32"), ("b", (50,), "float32")])
+    k = next(k for k in runtime.front_of(traced).kernels if k is not None)
+    first, *others = [c.variant for c in real_provider("compiler").generate(k, "cpu")]
+    assert others
+    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantCrashes())
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    (region,) = f.last_trace.kernels
+    assert region.variant in others
+    (entry,) = [json.loads(p.read_text()) for p in entry_files(tmp_path)]
+    summary = entry["verdict"]["variants"]
+    assert "crashed with SIGSEGV" in summary[first]["reason"]
+    assert all(summary[v]["passed"] for v in others)
+
+
+def test_the_gate_computes_each_draws_answer_key_once_for_every_variant(monkeypatch):
+    traced = runtime.trace(swish_shift, [("x", (4, 40), "float32"), ("b", (40,), "float32")])
+    k = next(k for k in runtime.front_of(traced).kernels if k is not None)
+    libraries = {c.variant: cpu.build(c.source).library for c in real_provider("compiler").generate(k, "cpu")}
+    assert len(libraries) > 1
+    made = []
+    real_key = runtime.judge.answer_key
+    monkeypatch.setattr(runtime.judge, "answer_key", lambda *a, **kw: made.append(a[2]) or real_key(*a, **kw))
+    reply = runtime.gate({"graphs": [traced.to_json()], "backend": "cpu", "kernel": k.name,
+                          "libraries": libraries, "hidden_seed": 7})
+    assert set(reply["verdicts"]) == set(libraries)
+    assert all(v["passed"] for v in reply["verdicts"].values()), reply
+    assert made == ["normal", "special", "normal"]  # the call's two classes and the hidden draw, once
+
 def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
     (x,) = arrays("partial", (6, 20))
     names = [k.name for k in runtime.front_of(
