@@ -230,13 +230,20 @@ def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
 
 
 
-class FirstVariantCrashes:
-    """The compiler provider, with its first variant's source writing through a null pointer."""
+def endless_loop(source: str) -> str:
+    return re.sub(r"(void k_\w+\([^)]*\) \{)", r"\1 volatile int spin = 1; while (spin) {}", source, count=1)
+
+
+class FirstVariantBroken:
+    """The compiler provider, with `breaks` applied to its first variant's source only."""
     name = "compiler"
+
+    def __init__(self, breaks):
+        self.breaks = breaks
 
     def generate(self, kernel, backend):
         first, *rest = real_provider("compiler").generate(kernel, backend)
-        return [replace(first, source=null_write(first.source)), *rest]
+        return [replace(first, source=self.breaks(first.source)), *rest]
 
 
 def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_that_crashed(tmp_path, monkeypatch):
@@ -248,7 +255,7 @@ def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_th
     k = next(k for k in runtime.front_of(traced).kernels if k is not None)
     first, *others = [c.variant for c in real_provider("compiler").generate(k, "cpu")]
     assert others
-    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantCrashes())
+    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantBroken(null_write))
     f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (region,) = f.last_trace.kernels
@@ -258,6 +265,21 @@ def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_th
     assert "crashed with SIGSEGV" in summary[first]["reason"]
     assert all(summary[v]["passed"] for v in others)
 
+
+
+def test_a_hang_in_the_shared_child_is_the_hanging_variants_verdict_alone(tmp_path, monkeypatch):
+    """Past the shared child's time limit each variant is gated alone: the one that hangs times out
+    (a verdict marked retry: not remembered) and the others still pass."""
+    x, b = arrays("one hangs", (6, 50), (50,))
+    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantBroken(endless_loop))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path, timeout_s=4)
+    assert_close(f(x, b), swish_shift(x, b))
+    (region,) = f.last_trace.kernels
+    (entry,) = [json.loads(p.read_text()) for p in entry_files(tmp_path)]
+    summary = entry["verdict"]["variants"]
+    hung = [v for v, d in summary.items() if not d["passed"]]
+    assert len(hung) == 1 and summary[hung[0]]["reason"].startswith("timed out after 4 s")
+    assert region.variant != hung[0]
 
 def test_the_gate_computes_each_draws_answer_key_once_for_every_variant(monkeypatch):
     traced = runtime.trace(swish_shift, [("x", (4, 40), "float32"), ("b", (40,), "float32")])
