@@ -31,8 +31,9 @@ from .provenance import stage_hash
 
 FORMAT = 1
 # The code a verdict depends on: rendering and building (generate.compiler imports the backends),
-# judging, and this module's own format.
-VERSIONED = ("autoperfect.generate.compiler", "autoperfect.judge", "autoperfect.cache")
+# judging (the judge's, and the quick gate's in autoperfect.runtime, which judge.py does not import),
+# and this module's own format.
+VERSIONED = ("autoperfect.generate.compiler", "autoperfect.judge", "autoperfect.runtime", "autoperfect.cache")
 
 
 class CacheWarning(UserWarning):

@@ -162,6 +162,19 @@ def test_the_compiler_version_follows_the_code(monkeypatch):
         kcache.compiler_version.cache_clear()
 
 
+
+def test_the_compiler_version_covers_the_judge_and_the_runtimes_gate(monkeypatch):
+    """A runtime entry's verdict is the quick gate's (runtime.gate), which judge.py does not import:
+    a change to the gate must invalidate those verdicts too."""
+    hashed = []
+    kcache.compiler_version.cache_clear()
+    monkeypatch.setattr(kcache, "stage_hash", lambda *modules: hashed.extend(modules) or "x")
+    try:
+        kcache.compiler_version("cpu")
+    finally:
+        kcache.compiler_version.cache_clear()
+    assert {"autoperfect.judge", "autoperfect.runtime", "autoperfect.generate.compiler"} <= set(hashed)
+
 # -- two processes at once ----------------------------------------------------------------------------
 
 SHAPES = [(rows, 64) for rows in range(1, 13)]
