@@ -75,10 +75,11 @@ def _direct_program(spec: OpSpec, cache: Cache, backend: str):
 def measure_size(spec: OpSpec, settings: dict, pipeline_root: str | None) -> dict:
     import mlx.core as mx
 
-    fn, arrays, backend = spec.function(), _arrays(spec), backends.for_default_device()
+    fn, arrays = spec.function(), _arrays(spec)
     result = {"shapes": {i.name: list(i.shape) for i in spec.inputs}}
     with tempfile.TemporaryDirectory() as tmp:
-        cold = jit(fn, cache_dir=tmp, backend=backend)
+        cold = jit(fn, cache_dir=tmp)
+        backend = cold.backend  # the jit's own choice ("auto": MLX's default device)
         result["cold"] = _first_call(cold, arrays)
         result["disk"] = _first_call(jit(fn, cache_dir=tmp, allow_compile=False), arrays)
         if pipeline_root:

@@ -526,11 +526,31 @@ def run_child(module: str, request: dict, settings: Settings, backend: str) -> d
     return json.loads(proc.stdout)
 
 
-def main() -> None:
-    req = json.loads(sys.stdin.read())
-    verdict = judge_candidates(OpSpec.from_json(req["spec"]), req["backend"], req["libraries"],
-                               Settings(**req["settings"]), req["hidden_seed"])
+def serve(compute) -> None:
+    """A child's side of run_child: the request from stdin, `compute(request)`'s verdict on stdout.
+    MLX is started on its default device first: a device that does not start is no verdict on any
+    kernel, so the reply says so (marked `retry`) instead of failing the way a kernel would."""
+    request = json.loads(sys.stdin.read())
+    problem = device_problem()
+    verdict = ({"passed": False, "retry": True, "reason": f"the child could not start MLX: {problem}"}
+               if problem else compute(request))
     sys.stdout.write(json.dumps(verdict, allow_nan=False))
+
+
+def device_problem() -> str:
+    """Why MLX can't run anything on its default device in this process ("" when it can)."""
+    try:
+        import mlx.core as mx
+
+        mx.eval(mx.zeros(1))
+    except Exception as e:  # noqa: BLE001 (whatever stops the device, it is not the kernel's doing)
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
+def main() -> None:
+    serve(lambda req: judge_candidates(OpSpec.from_json(req["spec"]), req["backend"], req["libraries"],
+                                       Settings(**req["settings"]), req["hidden_seed"]))
 
 
 if __name__ == "__main__":

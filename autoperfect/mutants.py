@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import re
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -34,7 +32,7 @@ import numpy as np
 from . import backends, dtypes, interp, static
 from .backends.cfamily import CRenderer, GpuSchedule, SimtRenderer
 from .graph import make_attrs
-from .judge import Settings, draw, run_child, run_isolated
+from .judge import Settings, draw, run_child, run_isolated, serve
 from .kernel_ir import Instr, KernelIR
 from .ops import EXACT, REDUCE, Op
 from .pipeline import front, program
@@ -513,9 +511,7 @@ def allclose_check(spec: OpSpec, backend: str, libraries: dict[str, str]) -> dic
 
 
 def main() -> None:
-    req = json.loads(sys.stdin.read())
-    verdict = allclose_check(OpSpec.from_json(req["spec"]), req["backend"], req["libraries"])
-    sys.stdout.write(json.dumps(verdict))
+    serve(lambda req: allclose_check(OpSpec.from_json(req["spec"]), req["backend"], req["libraries"]))
 
 
 if __name__ == "__main__":

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import math
 import secrets
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -91,7 +89,7 @@ def gate_one(request: dict, library: str, keys: dict) -> dict:
             keys[n, cls] = judge.answer_key(f, spec, cls, np.random.default_rng(seed), exact)
         return judge.check_shape(f, prog, spec, cls, None, exact, key=keys[n, cls])
 
-    report, checked, useful = [], [], 0
+    report, last, useful = [], None, 0
     for n, graph_json in enumerate(request["graphs"]):
         traced = Graph.from_json(graph_json)
         f, spec = only(front_of(traced), {name}), spec_of(traced)
@@ -109,11 +107,11 @@ def gate_one(request: dict, library: str, keys: dict) -> dict:
             if not result["passed"]:
                 return {"passed": False, "reason": f"shapes {label}, inputs '{cls}': {result['reason']}"}
             useful += not result["degenerate"]
-        checked.append((n, f, prog, spec, exact, kernel))
+        last = (n, f, prog, spec, exact, kernel)
         report.append({"shapes": label, "status": "checked", "exact": exact, "checks": checks})
     if useful == 0:
         return {"passed": False, "reason": "no useful test: every reference was degenerate", "shapes": report}
-    n, f, prog, spec, exact, kernel = checked[-1]
+    n, f, prog, spec, exact, kernel = last
     ulp, problem = judge.function_accuracy(be, [kernel], {name: library})
     if problem:
         return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
@@ -146,23 +144,8 @@ def quick_gate(graphs: list[Graph], backend: str, kernel: str, libraries: dict[s
     return {v: reply for v in libraries}
 
 
-def device_problem() -> str:
-    """Why MLX can't run anything on its default device in this process ("" when it can)."""
-    try:
-        import mlx.core as mx
-
-        mx.eval(mx.zeros(1))
-    except Exception as e:  # noqa: BLE001 (whatever stops the device, it is not the kernel's doing)
-        return f"{type(e).__name__}: {e}"
-    return ""
-
-
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    problem = device_problem()  # before any kernel runs: a failure here is no verdict on the kernel
-    verdict = ({"passed": False, "retry": True, "reason": f"the gate's child could not start MLX: {problem}"}
-               if problem else gate(request))
-    sys.stdout.write(json.dumps(verdict, allow_nan=False))
+    judge.serve(gate)
 
 
 # -- what a call did ----------------------------------------------------------------------------------

@@ -56,19 +56,21 @@ def entry_files(root: Path) -> list[Path]:
 
 
 class Mutating:
-    """The compiler provider, with `mutate` applied to the sources of the kernels it names."""
+    """The compiler provider, with `mutate` applied to the sources of the kernels it names (every
+    variant's, or with `first_only` the first variant's alone)."""
     name = "compiler"
 
-    def __init__(self, mutate, kernels=None):
-        self.mutate, self.kernels = mutate, kernels
+    def __init__(self, mutate, kernels=None, first_only=False):
+        self.mutate, self.kernels, self.first_only = mutate, kernels, first_only
 
     def generate(self, kernel, backend):
         candidates = real_provider("compiler").generate(kernel, backend)
         if self.kernels is not None and kernel.name not in self.kernels:
             return candidates
-        changed = [replace(c, source=self.mutate(c.source)) for c in candidates]
+        count = 1 if self.first_only else len(candidates)
+        changed = [replace(c, source=self.mutate(c.source)) for c in candidates[:count]]
         assert all(a.source != b.source for a, b in zip(changed, candidates))
-        return changed
+        return changed + candidates[count:]
 
 
 def off_by_a_little(source: str) -> str:
@@ -76,8 +78,13 @@ def off_by_a_little(source: str) -> str:
     return re.sub(r"(out\d+\[[^\]]*\] = )([vr]\d+);", r"\1\2 * 1.0001f;", source)
 
 
-def null_write(source: str) -> str:
-    return re.sub(r"(void k_\w+\([^)]*\) \{)", r"\1 *(volatile int *)0 = 0;", source, count=1)
+def at_entry(code: str):
+    """A mutation putting `code` first in the kernel's body."""
+    return lambda source: re.sub(r"(void k_\w+\([^)]*\) \{)", lambda m: f"{m.group(1)} {code}", source, count=1)
+
+
+null_write = at_entry("*(volatile int *)0 = 0;")
+endless_loop = at_entry("volatile int spin = 1; while (spin) {}")
 
 
 def test_an_unseen_function_matches_eager_and_hits_the_cache_on_its_second_call(tmp_path):
@@ -230,22 +237,6 @@ def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
 
 
 
-def endless_loop(source: str) -> str:
-    return re.sub(r"(void k_\w+\([^)]*\) \{)", r"\1 volatile int spin = 1; while (spin) {}", source, count=1)
-
-
-class FirstVariantBroken:
-    """The compiler provider, with `breaks` applied to its first variant's source only."""
-    name = "compiler"
-
-    def __init__(self, breaks):
-        self.breaks = breaks
-
-    def generate(self, kernel, backend):
-        first, *rest = real_provider("compiler").generate(kernel, backend)
-        return [replace(first, source=self.breaks(first.source)), *rest]
-
-
 def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_that_crashed(tmp_path, monkeypatch):
     """One child gates every variant (each draw's answer key is computed once); when it crashes,
     each variant is gated again alone, so the crash is charged to the variant that caused it and
@@ -255,7 +246,7 @@ def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_th
     k = next(k for k in runtime.front_of(traced).kernels if k is not None)
     first, *others = [c.variant for c in real_provider("compiler").generate(k, "cpu")]
     assert others
-    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantBroken(null_write))
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write, first_only=True))
     f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (region,) = f.last_trace.kernels
@@ -266,12 +257,11 @@ def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_th
     assert all(summary[v]["passed"] for v in others)
 
 
-
 def test_a_hang_in_the_shared_child_is_the_hanging_variants_verdict_alone(tmp_path, monkeypatch):
     """Past the shared child's time limit each variant is gated alone: the one that hangs times out
     (a verdict marked retry: not remembered) and the others still pass."""
     x, b = arrays("one hangs", (6, 50), (50,))
-    monkeypatch.setattr(runtime, "provider", lambda name: FirstVariantBroken(endless_loop))
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(endless_loop, first_only=True))
     f = autoperfect.jit(swish_shift, cache_dir=tmp_path, timeout_s=4)
     assert_close(f(x, b), swish_shift(x, b))
     (region,) = f.last_trace.kernels

@@ -47,11 +47,8 @@ def for_default_device() -> str:
     kernel on the other device would compute far from the user's arrays)."""
     import mlx.core as mx
 
-    if mx.default_device().type == mx.DeviceType.gpu:
-        for name in GPU:
-            if not missing_device(name):
-                return name
-    return "cpu"
+    gpus = available()[1:] if mx.default_device().type == mx.DeviceType.gpu else []
+    return gpus[0] if gpus else "cpu"
 
 
 def missing_device(name: str) -> str:
