@@ -252,8 +252,21 @@ def _roofline_line(ceiling: dict | None, problem: str) -> str:
         return f"Roofline: {problem}; fractions of the roofline are not shown."
     return (f"Roofline (measured {ceiling.get('measured_at')}, {ceiling.get('threads')} threads, "
             f"{ceiling.get('compiler')}): stream copy {ceiling['copy_gbps']:.1f} GB/s, "
-            f"triad {ceiling['triad_gbps']:.1f} GB/s{_streaming(ceiling)}, FMA {ceiling['fma_gflops']:.0f} GFLOP/s"
-            f"{_function_rates(ceiling)}.")
+            f"triad {ceiling['triad_gbps']:.1f} GB/s{_streaming(ceiling)}{_stream_arrays(ceiling)}, "
+            f"FMA {ceiling['fma_gflops']:.0f} GFLOP/s{_function_rates(ceiling)}.")
+
+
+def _stream_arrays(ceiling: dict) -> str:
+    """The stream arrays' sizes and whether they were beyond the caches (roofline.stream_sizes)."""
+    sizes = ceiling.get("sizes")
+    if not (isinstance(sizes, list) and sizes and all(_is_number(n) for n in sizes)):
+        return ""
+    arrays = " and ".join(f"{4 * n / 1e6:.0f} MB" for n in sizes)
+    caches = ceiling.get("caches_bytes")
+    if not _is_number(caches):
+        return f" over arrays of {arrays}"
+    where = "beyond" if ceiling.get("beyond_caches") else "not beyond (memory was short)"
+    return f" over arrays of {arrays}, {where} the machine's {caches / 1e6:.0f} MB of caches"
 
 
 def _streaming(ceiling: dict) -> str:

@@ -36,7 +36,8 @@ BYTES_PER_ELEMENT = {"copy": 2 * 4, "triad": 3 * 4, "copy_nt": 2 * 4, "triad_nt"
 
 @dataclass(frozen=True)
 class Plan:
-    """How hard to measure: array sizes (float32 elements per array) and repeats."""
+    """How hard to measure: array sizes (float32 elements per array; empty: sized from the caches,
+    stream_sizes) and repeats."""
     sizes: tuple[int, ...]
     stream_repeats: int
     fma_seconds: float
@@ -45,13 +46,71 @@ class Plan:
     function_repeats: int
 
 
-# Arrays of 128 MB and 256 MB, far beyond the caches; best of many repeats, because a shared VM's
-# bandwidth drifts by tens of percent from one moment to the next and the ceiling is the best moment.
-# Function throughput over 2 MB in and 2 MB out: each core's share stays in its L2.
-FULL = Plan(sizes=(32 << 20, 64 << 20), stream_repeats=20, fma_seconds=0.05, fma_repeats=7,
+# Stream arrays sized from the machine's caches (stream_sizes); best of many repeats, because a
+# shared VM's bandwidth drifts by tens of percent from one moment to the next and the ceiling is the
+# best moment. Function throughput over 2 MB in and 2 MB out: each core's share stays in its L2.
+FULL = Plan(sizes=(), stream_repeats=20, fma_seconds=0.05, fma_repeats=7,
             function_elements=1 << 19, function_repeats=20)
 QUICK = Plan(sizes=(16 << 20,), stream_repeats=3, fma_seconds=0.01, fma_repeats=2,
              function_elements=1 << 16, function_repeats=3)
+BEYOND = 4              # a copy's two arrays together hold at least this many times every cache
+MIN_ELEMENTS = 32 << 20  # 128 MB per array at the least, whatever the caches say
+SYSFS_CPUS = "/sys/devices/system/cpu"
+
+
+def cache_bytes(root: str = SYSFS_CPUS) -> int | None:
+    """Bytes of data cache on the machine, every level and every instance (each shared cache counted
+    once, by the CPUs that share it): the most a working set can hide in. From Linux's sysfs; None
+    where it says nothing. A VM on a large server reports the host's last level (480 MB of L3 here
+    on 2 vCPUs), which is what its arrays can hit: arrays of 128 and 256 MB measured 41-45 GB/s
+    where arrays of 1 GB measured 32-34 GB/s."""
+    seen: dict[tuple[str, str], int] = {}
+    for cpu in sorted(os.listdir(root)) if os.path.isdir(root) else ():
+        caches = os.path.join(root, cpu, "cache")
+        if not (cpu.startswith("cpu") and cpu[3:].isdigit() and os.path.isdir(caches)):
+            continue
+        for index in sorted(os.listdir(caches)):
+            fields = {}
+            for name in ("level", "type", "size", "shared_cpu_list"):
+                try:
+                    with open(os.path.join(caches, index, name)) as f:
+                        fields[name] = f.read().strip()
+                except OSError:
+                    break
+            else:
+                if fields["type"] in ("Data", "Unified"):
+                    seen[(fields["level"], fields["shared_cpu_list"])] = _size(fields["size"])
+    return sum(seen.values()) or None
+
+
+def _size(text: str) -> int:
+    """sysfs's cache size ("491520K", "2048K", "32M") in bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+
+
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def stream_sizes(caches: int | None, available: int | None) -> tuple[int, ...]:
+    """Elements per array for the stream kernels: the smallest size puts BEYOND times the caches in a
+    copy's two arrays, the other twice that, so the ceiling is memory's and not a cache's; at least
+    MIN_ELEMENTS; a triad's three arrays of the larger size kept under 3/8 of the free memory."""
+    n = max(MIN_ELEMENTS, -(-BEYOND * (caches or 0) // (2 * 4)))
+    n = -(-n // (1 << 20)) << 20  # whole MiB of elements
+    sizes = (n, 2 * n)
+    if available:
+        cap = (available // 8 // 4) >> 20 << 20
+        sizes = tuple(sorted({min(s, cap) for s in sizes if cap > 0})) or (MIN_ELEMENTS,)
+    return sizes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,8 +411,10 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     """The roofline record: best stream bandwidth over the sizes and kinds of store (the ceiling is
     the best of them), the FMA peak and each function's rate, with provenance."""
     plan = QUICK if quick else FULL
+    caches = cache_bytes()
+    sizes = plan.sizes or stream_sizes(caches, available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
-    by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in plan.sizes]
+    by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in sizes]
     best = {name: max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
     return {
         **{f"{name}_gbps": gbps for name, gbps in best.items()},
@@ -361,7 +422,10 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
         "by_size": by_size,
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),
-        "sizes": list(plan.sizes),
+        "sizes": list(sizes),
+        # whether the smallest size's copy holds BEYOND times every cache (false: memory was short)
+        "caches_bytes": caches,
+        "beyond_caches": caches is not None and 2 * 4 * min(sizes) >= BEYOND * caches,
         "compiler": compiler_version(),
         "flags": list(FLAGS),
         "machine": bench.machine(),

@@ -81,3 +81,37 @@ def test_stream_calls_move_the_ops_bytes_and_run(cache_dir):
             assert np.all(b == 7.0), name
         else:                         # stream_triad(dst, b, c, s, n): dst = b + s c
             assert np.all(a == 2.0 + 3.0 * 5.0), name
+
+
+def _fake_cpu(root, cpu: int, caches: list[tuple[int, str, str, str]]) -> None:
+    """sysfs's cache entries for one CPU: (level, type, size, shared_cpu_list) per index."""
+    for index, (level, kind, size, shared) in enumerate(caches):
+        d = root / f"cpu{cpu}" / "cache" / f"index{index}"
+        d.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (d / name).write_text(f"{value}\n")
+
+
+def test_cache_bytes_counts_each_data_cache_once_by_the_cpus_sharing_it(tmp_path):
+    """Two CPUs with private L1d, L1i and L2 and one shared L3 (this machine's layout): the L3 is
+    counted once, the instruction caches not at all."""
+    for cpu in (0, 1):
+        _fake_cpu(tmp_path, cpu, [(1, "Data", "48K", str(cpu)), (1, "Instruction", "64K", str(cpu)),
+                                  (2, "Unified", "2048K", str(cpu)), (3, "Unified", "491520K", "0-1")])
+    (tmp_path / "cpufreq").mkdir()  # not a cpu
+    assert roofline.cache_bytes(str(tmp_path)) == 2 * (48 << 10) + 2 * (2 << 20) + (480 << 20)
+    assert roofline.cache_bytes(str(tmp_path / "missing")) is None
+
+
+def test_stream_arrays_are_sized_beyond_the_caches_within_the_free_memory():
+    mib = 1 << 20
+    # 480 MB of cache: a copy's two arrays hold 4x that at the smaller size, twice that at the other
+    small, large = roofline.stream_sizes(480 * mib, 64 << 30)
+    assert 2 * 4 * small >= roofline.BEYOND * 480 * mib and large == 2 * small and small % mib == 0
+    # a small cache still gets arrays of MIN_ELEMENTS; no cache reported: the same
+    assert roofline.stream_sizes(8 * mib, 64 << 30) == (roofline.MIN_ELEMENTS, 2 * roofline.MIN_ELEMENTS)
+    assert roofline.stream_sizes(None, None) == (roofline.MIN_ELEMENTS, 2 * roofline.MIN_ELEMENTS)
+    # short of memory: a triad's three arrays stay under 3/8 of what is free
+    assert roofline.stream_sizes(480 * mib, 8 << 30) == (240 * mib, 256 * mib)
+    capped = roofline.stream_sizes(480 * mib, 4 << 30)
+    assert capped == (128 * mib,) and 3 * 4 * capped[-1] <= 3 * (4 << 30) // 8
