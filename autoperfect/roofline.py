@@ -61,9 +61,8 @@ SYSFS_CPUS = "/sys/devices/system/cpu"
 def cache_bytes(root: str = SYSFS_CPUS) -> int | None:
     """Bytes of data cache on the machine, every level and every instance (each shared cache counted
     once, by the CPUs that share it): the most a working set can hide in. From Linux's sysfs; None
-    where it says nothing. A VM on a large server reports the host's last level (480 MB of L3 here
-    on 2 vCPUs), which is what its arrays can hit: arrays of 128 and 256 MB measured 41-45 GB/s
-    where arrays of 1 GB measured 32-34 GB/s."""
+    where it says nothing. A VM on a large server reports the host's last level (480 MB of L3 here,
+    on 2 vCPUs), more than the 128 and 256 MB arrays this measured over before."""
     seen: dict[tuple[str, str], int] = {}
     for cpu in sorted(os.listdir(root)) if os.path.isdir(root) else ():
         caches = os.path.join(root, cpu, "cache")
