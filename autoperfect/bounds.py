@@ -141,10 +141,10 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
                 vals[n.id], errs[n.id] = _held(v), np.zeros(n.shape)
                 unsure[n.id] = np.zeros(n.shape, bool)
                 continue
-            args = [vals[s].astype(np.float64) for s in n.srcs]
+            args = [np.asarray(vals[s], np.float64) for s in n.srcs]  # no copy of a float64 value
             ea = [errs[s] for s in n.srcs]
             held = _held(apply(n, [vals[s] for s in n.srcs], "float64"))
-            v = held.astype(np.float64)
+            v = np.asarray(held, np.float64)
             if n.op in PREDICATE or n.dtype == "bool":
                 e = _predicate(n, args, ea)
             elif n.op is Op.CAST:
@@ -180,7 +180,7 @@ def _held(value) -> np.ndarray:
     """Values as the interpreter holds them: floats in float64; integers and booleans as they are
     (indices must stay integers)."""
     value = np.asarray(value)
-    return value if value.dtype.kind in "iub" else value.astype(np.float64)
+    return value if value.dtype.kind in "iub" else np.asarray(value, np.float64)
 
 
 def _opaque(n: Node, args, errs, v: np.ndarray) -> np.ndarray:

@@ -155,25 +155,50 @@ class Mismatch:
                 f"{self.count} element(s) wrong")
 
 
-def compare(got: np.ndarray, ref: np.ndarray, bound: np.ndarray, output: int) -> tuple[Mismatch | None, int, int]:
-    """(first mismatch, elements judged, elements not judgeable) for one output. A NaN bound marks
-    an element whose dtype overflowed where float64 did not; an infinite bound, one whose error
-    can't be bounded (e.g. a comparison within error of its threshold)."""
+@dataclass(frozen=True)
+class Expected:
+    """One output of an answer key as every check reads it, worked out once per draw: the float64
+    reference, its error bound at the reference's shape, where the bound decides (a NaN bound marks
+    an element whose dtype overflowed where float64 did not; an infinite bound, one whose error can't
+    be bounded, e.g. a comparison within error of its threshold: neither is judgeable, unless the
+    reference is NaN or infinite, which a kernel must reproduce) and whether any reference is."""
+    ref: np.ndarray
+    bound: np.ndarray
+    judgeable: np.ndarray
+    special: bool
+    judged: int
+
+    @property
+    def unjudged(self) -> int:
+        return self.ref.size - self.judged
+
+
+def expected(ref, bound) -> Expected:
+    ref = np.asarray(ref, np.float64)
+    bound = np.broadcast_to(bound, ref.shape)
+    finite = np.isfinite(ref)
+    with np.errstate(invalid="ignore"):
+        judgeable = ~np.isnan(bound) & (np.isfinite(bound) | ~finite)
+    return Expected(ref, bound, judgeable, not bool(finite.all()), int(judgeable.sum()))
+
+
+def compare(got: np.ndarray, e: Expected, output: int) -> tuple[Mismatch | None, np.ndarray]:
+    """(first mismatch, |got - reference|) for one output: a judgeable element is wrong when it is
+    further from the reference than its bound, or, where the reference is NaN or infinite, when it
+    is not the same."""
     got = np.asarray(got, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        nan_ref, inf_ref = np.isnan(ref), np.isinf(ref)
-        judgeable = ~np.isnan(bound) & (np.isfinite(bound) | nan_ref | inf_ref)
-        ok = np.where(nan_ref, np.isnan(got),
-                      np.where(inf_ref, got == ref, np.abs(got - ref) <= bound))
-        ok = ok | ~judgeable
-    bad = ~ok
-    n_bad = int(bad.sum())
-    if n_bad == 0:
-        return None, int(judgeable.sum()), int((~judgeable).sum())
+        diff = np.abs(got - e.ref)
+        ok = diff <= e.bound
+        if e.special:
+            ok = np.where(np.isnan(e.ref), np.isnan(got), np.where(np.isinf(e.ref), got == e.ref, ok))
+    bad = ~ok & e.judgeable
+    if not bad.any():
+        return None, diff
     flat = int(np.argmax(bad.reshape(-1)))
-    idx = tuple(int(i) for i in np.unravel_index(flat, ref.shape)) if ref.shape else ()
-    return Mismatch(output, idx, float(ref.reshape(-1)[flat]), float(got.reshape(-1)[flat]),
-                    float(bound.reshape(-1)[flat]), n_bad), int(judgeable.sum()), int((~judgeable).sum())
+    idx = tuple(int(i) for i in np.unravel_index(flat, e.ref.shape)) if e.ref.shape else ()
+    return Mismatch(output, idx, float(e.ref.reshape(-1)[flat]), float(got.reshape(-1)[flat]),
+                    float(e.bound.reshape(-1)[flat]), int(bad.sum())), diff
 
 
 def exact_mismatch(got: np.ndarray, want: np.ndarray, output: int) -> Mismatch | None:
@@ -203,13 +228,18 @@ def is_degenerate(refs: list[np.ndarray], bounds: list[np.ndarray]) -> bool:
 
 @dataclass(frozen=True)
 class AnswerKey:
-    """One draw and what a kernel's outputs are judged against: the float64 references,
-    their error bounds and, for exact ops, the step-by-step values. It does not depend on the kernel,
-    so variants judged on the same draw share it (most of a check's time is here)."""
+    """One draw and what a kernel's outputs are judged against: each output's float64 reference and
+    error bound (`Expected`), whether the references can tell a right kernel from a wrong one, and,
+    for exact ops, the step-by-step values. It does not depend on the kernel, so variants judged on
+    the same draw share it (most of a check's time is here)."""
     inputs: list
-    refs: list
-    bounds: list
+    outputs: list[Expected]
+    degenerate: bool
     native: list | None
+
+    @property
+    def refs(self) -> list[np.ndarray]:
+        return [e.ref for e in self.outputs]
 
 
 def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
@@ -218,9 +248,9 @@ def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
     # the program can't be judged either, and MLX's gathers would read out of bounds
     refs = interp.evaluate(f.traced, xs, "float64")
     _, errs = propagate(f.canonical, xs)
-    bounds = [np.asarray(errs[o]) for o in f.canonical.outputs]
+    outputs = [expected(r, errs[o]) for r, o in zip(refs, f.canonical.outputs)]
     native = interp.evaluate(f.canonical, xs, "native") if exact else None
-    return AnswerKey(xs, refs, bounds, native)
+    return AnswerKey(xs, outputs, is_degenerate([e.ref for e in outputs], [e.bound for e in outputs]), native)
 
 
 def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: int = 2,
@@ -229,7 +259,7 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
     bit, then the first run's outputs against the float64 answer key (and, for exact ops, the
     step-by-step one)."""
     key = key or answer_key(f, spec, cls, rng, exact)
-    xs, refs, bounds = key.inputs, key.refs, key.bounds
+    xs = key.inputs
     try:
         got = prog.run_guarded(xs)
         for n in range(1, max(runs, 2)):
@@ -239,25 +269,21 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
     except IntegrityError as e:
         return {"class": cls, "passed": False, "reason": str(e)}
     got_values = [_as_float(g, f.canonical.nodes[o].dtype) for g, o in zip(got, f.canonical.outputs)]
-    judged = unjudged = 0
-    for j, (g, r, b) in enumerate(zip(got_values, refs, bounds)):
-        mismatch, n_ok, n_un = compare(g, np.asarray(r, np.float64), np.broadcast_to(b, np.shape(r)), j)
-        judged, unjudged = judged + n_ok, unjudged + n_un
+    worst = 0.0
+    for j, (g, e) in enumerate(zip(got_values, key.outputs)):
+        mismatch, diff = compare(g, e, j)
         if mismatch:
-            return {"class": cls, "passed": False, "reason": mismatch.describe(np.shape(r))}
+            return {"class": cls, "passed": False, "reason": mismatch.describe(e.ref.shape)}
+        worst = max(worst, float(np.max(diff, initial=0.0, where=np.isfinite(diff))))
     if exact:
         for j, (g, w) in enumerate(zip(got_values, key.native)):
             m = exact_mismatch(g, w, j)
             if m:
                 return {"class": cls, "passed": False,
                         "reason": "exact ops must match the step-by-step reference: " + m.describe(np.shape(w))}
-    worst = 0.0
-    for g, r in zip(got_values, refs):
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(g - np.asarray(r, np.float64))
-        worst = max(worst, float(np.max(diff[np.isfinite(diff)], initial=0.0)))
-    return {"class": cls, "passed": True, "judged": judged, "not_judgeable": unjudged,
-            "degenerate": is_degenerate(refs, bounds), "max_abs_error": worst}
+    return {"class": cls, "passed": True, "judged": sum(e.judged for e in key.outputs),
+            "not_judgeable": sum(e.unjudged for e in key.outputs), "degenerate": key.degenerate,
+            "max_abs_error": worst}
 
 
 def _differs(first: list[np.ndarray], again: list[np.ndarray]) -> str | None:
