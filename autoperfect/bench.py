@@ -144,6 +144,18 @@ def machine() -> dict:
     }
 
 
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The memory Linux says is free for new work (MemAvailable), in bytes; None where it says nothing."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:

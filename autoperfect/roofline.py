@@ -88,17 +88,6 @@ def _size(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
 
 
-def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    try:
-        with open(meminfo) as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def stream_sizes(caches: int | None, available: int | None) -> tuple[int, ...]:
     """Elements per array for the stream kernels: the smallest size puts BEYOND times the caches in a
     copy's two arrays, the other twice that, so the ceiling is memory's and not a cache's; at least
@@ -411,7 +400,7 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     the best of them), the FMA peak and each function's rate, with provenance."""
     plan = QUICK if quick else FULL
     caches = cache_bytes()
-    sizes = plan.sizes or stream_sizes(caches, available_bytes())
+    sizes = plan.sizes or stream_sizes(caches, bench.available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
     by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in sizes]
     best = {name: max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}

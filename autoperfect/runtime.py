@@ -17,15 +17,18 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
+import resource
 import secrets
 import time
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
-from . import backends, contenders, judge, static
+from . import backends, bench, contenders, judge, static
 from .backends.cfamily import Unsupported
 from .cache import Cache, key_for
 from .canon import canonicalize
@@ -72,50 +75,100 @@ def gate(request: dict) -> dict:
     computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
     (graphs[0]: normal and special inputs) and at the alternate shape (every input class), with every
     other region computed by MLX; the judge's ULP probes of the approximated functions it calls; and
-    one hidden draw. The variants are judged on the same draws: each draw's answer key (references
-    and error bounds, most of a gate's time) is computed once, for the first variant that needs it."""
-    keys: dict[tuple, judge.AnswerKey] = {}
-    return {"verdicts": {variant: gate_one(request, library, keys)
-                         for variant, library in request["libraries"].items()}}
+    one hidden draw. The variants are judged on the same draws, whose answer keys (references and
+    error bounds, most of a gate's time) are computed once, several at a time (`answer_keys`)."""
+    draws = [_draws(request["kernel"], g, n) for n, g in enumerate(request["graphs"])]
+    keys = answer_keys(request, draws)
+    verdicts = {variant: gate_one(request, library, draws, keys) for variant, library in request["libraries"].items()}
+    for key in keys.values():  # keys no verdict needed (every variant failed first) are not computed
+        key.cancel()
+    return {"verdicts": verdicts}
 
 
-def gate_one(request: dict, library: str, keys: dict) -> dict:
-    """One variant's verdict (see `gate`); `keys` holds the answer keys drawn so far, by draw."""
+@dataclass(frozen=True)
+class Draws:
+    """One graph of a gate's request as its checks see it: the front with only the gated kernel
+    (None where the kernel is not among the graph's), the spec inputs are drawn from, the input
+    classes drawn and their seeds, and whether the op is exact."""
+    n: int
+    label: dict
+    f: Front | None
+    spec: OpSpec
+    classes: tuple[str, ...]
+    exact: bool
+
+    def seed(self, cls: str) -> int:
+        return seed_for(self.spec.name, "gate", str(self.n), cls)
+
+
+def _draws(kernel: str, graph_json: dict, n: int) -> Draws:
+    traced = Graph.from_json(graph_json)
+    f, spec = only(front_of(traced), {kernel}), spec_of(traced)
+    classes = ("normal", "special") if n == 0 else tuple(judge.classes_for(spec))
+    exact = f is not None and all(node.op in EXACT for node in f.canonical.nodes)
+    return Draws(n, {i.name: list(i.shape) for i in spec.inputs}, f, spec, classes, exact)
+
+
+def answer_keys(request: dict, draws: list[Draws]) -> dict[tuple, Future]:
+    """Every draw's answer key, by (graph, class) and ("hidden", graph) for the hidden draw on the
+    last graph that has the kernel, computed in threads (numpy's loops over large arrays release
+    the GIL: three keys at 4096x4096 took 8.0 s one after another and 6.0 s on two threads here). A
+    key that fails to compute raises where a check asks for it, as it would have computed there.
+    Keys run at once only as far as their float64 values fit in half the memory the child may use
+    (`_key_workers`)."""
+    jobs = [((d.n, cls), d, cls, d.seed(cls)) for d in draws if d.f is not None for cls in d.classes]
+    last = [d for d in draws if d.f is not None][-1:]
+    jobs += [(("hidden", d.n), d, "normal", request["hidden_seed"]) for d in last]
+    pool = ThreadPoolExecutor(max_workers=_key_workers([d for _, d, _, _ in jobs]))
+    keys = {name: pool.submit(judge.answer_key, d.f, d.spec, cls, np.random.default_rng(seed), d.exact)
+            for name, d, cls, seed in jobs}
+    pool.shutdown(wait=False)
+    return keys
+
+
+KEY_BYTES_PER_ELEMENT = 48  # a key's float64 values, bounds and flags per element of every node, and temporaries
+
+
+def _key_workers(draws: list[Draws]) -> int:
+    if not draws:
+        return 1
+    need = max(KEY_BYTES_PER_ELEMENT * sum(math.prod(n.shape) for n in d.f.canonical.nodes) for d in draws)
+    room = [b for b in (bench.available_bytes(), resource.getrlimit(resource.RLIMIT_AS)[0]) if b and b > 0]
+    fit = int(min(room) // 2 // max(need, 1)) if room else 1
+    return max(1, min(len(draws), os.cpu_count() or 1, fit))
+
+
+def gate_one(request: dict, library: str, draws: list[Draws], keys: dict[tuple, Future]) -> dict:
+    """One variant's verdict (see `gate`), on the draws' answer keys."""
     be = backends.get(request["backend"])
     name = request["kernel"]
 
-    def check(n, f, prog, spec, cls, seed, exact):
-        if (n, cls) not in keys:
-            keys[n, cls] = judge.answer_key(f, spec, cls, np.random.default_rng(seed), exact)
-        return judge.check_shape(f, prog, spec, cls, None, exact, key=keys[n, cls])
+    def check(key, d, prog, cls):
+        return judge.check_shape(d.f, prog, d.spec, cls, None, d.exact, key=keys[key].result())
 
     report, last, useful = [], None, 0
-    for n, graph_json in enumerate(request["graphs"]):
-        traced = Graph.from_json(graph_json)
-        f, spec = only(front_of(traced), {name}), spec_of(traced)
-        label = {i.name: list(i.shape) for i in spec.inputs}
-        if f is None:
-            report.append({"shapes": label, "status": f"skipped: {name} is not among its kernels"})
+    for d in draws:
+        if d.f is None:
+            report.append({"shapes": d.label, "status": f"skipped: {name} is not among its kernels"})
             continue
-        kernel = next(k for k in f.kernels if k is not None)
-        prog = program(f, {name: be.Kernel(kernel, library)})
-        exact = all(node.op in EXACT for node in f.canonical.nodes)
+        kernel = next(k for k in d.f.kernels if k is not None)
+        prog = program(d.f, {name: be.Kernel(kernel, library)})
         checks = []
-        for cls in ("normal", "special") if n == 0 else judge.classes_for(spec):
-            result = check(n, f, prog, spec, cls, seed_for(spec.name, "gate", str(n), cls), exact)
+        for cls in d.classes:
+            result = check((d.n, cls), d, prog, cls)
             checks.append(result)
             if not result["passed"]:
-                return {"passed": False, "reason": f"shapes {label}, inputs '{cls}': {result['reason']}"}
+                return {"passed": False, "reason": f"shapes {d.label}, inputs '{cls}': {result['reason']}"}
             useful += not result["degenerate"]
-        last = (n, f, prog, spec, exact, kernel)
-        report.append({"shapes": label, "status": "checked", "exact": exact, "checks": checks})
+        last = (d, prog, kernel)
+        report.append({"shapes": d.label, "status": "checked", "exact": d.exact, "checks": checks})
     if useful == 0:
         return {"passed": False, "reason": "no useful test: every reference was degenerate", "shapes": report}
-    n, f, prog, spec, exact, kernel = last
+    d, prog, kernel = last
     ulp, problem = judge.function_accuracy(be, [kernel], {name: library})
     if problem:
         return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
-    hidden = check(("hidden", n), f, prog, spec, "normal", request["hidden_seed"], exact)
+    hidden = check(("hidden", d.n), d, prog, "normal")
     if not hidden["passed"]:
         return {"passed": False, "reason": "failed on a hidden draw (inputs withheld; public checks passed)"}
     return {"passed": True, "shapes": report, "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}

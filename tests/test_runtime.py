@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from dataclasses import replace
@@ -283,7 +284,8 @@ def test_the_gate_computes_each_draws_answer_key_once_for_every_variant(monkeypa
                           "libraries": libraries, "hidden_seed": 7})
     assert set(reply["verdicts"]) == set(libraries)
     assert all(v["passed"] for v in reply["verdicts"].values()), reply
-    assert made == ["normal", "special", "normal"]  # the call's two classes and the hidden draw, once
+    # the call's two classes and the hidden draw, once each (computed in threads: in any order)
+    assert sorted(made) == ["normal", "normal", "special"]
 
 def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
     (x,) = arrays("partial", (6, 20))
@@ -374,3 +376,19 @@ def test_the_runtime_benchmark_measures_cold_disk_and_warm_calls_and_the_report_
     text = "\n".join(report.runtime_section(str(tmp_path)))
     assert "| norm | spec |" in text and "| norm | row |" in text
     assert "model_e2e.json missing" in text
+
+
+def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypatch):
+    """Keys are computed in threads, as many as there are draws and cores, unless their float64
+    values would not fit in half the memory: then fewer, and one at least."""
+    traced = runtime.trace(swish_shift, [("x", (64, 1024), "float32"), ("b", (1024,), "float32")])
+    draws = [runtime._draws(next(k for k in runtime.front_of(traced).kernels if k is not None).name,
+                            traced.to_json(), 0)] * 3
+    need = runtime.KEY_BYTES_PER_ELEMENT * sum(math.prod(n.shape) for n in draws[0].f.canonical.nodes)
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(runtime.bench, "available_bytes", lambda: 100 * need)
+    assert runtime._key_workers(draws) == 3
+    monkeypatch.setattr(runtime.bench, "available_bytes", lambda: 4 * need + 1)
+    assert runtime._key_workers(draws) == 2
+    monkeypatch.setattr(runtime.bench, "available_bytes", lambda: need)
+    assert runtime._key_workers(draws) == 1
