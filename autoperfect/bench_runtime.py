@@ -115,14 +115,27 @@ def measure(payload: dict) -> dict:
     return {"ops": ops, "dispatch": native.describe(), "machine": bench.machine()}
 
 
-def run(specs: list[OpSpec], settings: dict, pipeline_root: str | None, out: str) -> None:
-    """Measure in a child under the warm allocator condition; write `out` (results/runtime.json)."""
+def run(specs: list[OpSpec], settings: dict, pipeline_root: str | None, out: str) -> dict[str, str]:
+    """Measure each op in a child of its own under the warm allocator condition, and write `out`
+    (results/runtime.json) after each: an op whose child fails or runs past `timeout_s` is recorded
+    under `failed` with the reason, and loses none of the ops measured before it. Returns the
+    failures ({op: reason})."""
     settings = {**DEFAULTS, **settings}
-    payload = {"ops": [s.to_json() for s in specs], "settings": settings, "pipeline_root": pipeline_root}
-    result = bench.run_condition("warm", "autoperfect.bench_runtime:measure", payload, settings["timeout_s"])
-    result["measured_at"] = bench.measured_at()
-    result["settings"] = settings
-    artifacts.write_json(out, result)
+    result: dict = {"ops": {}, "settings": settings}
+    failed: dict[str, str] = {}
+    for spec in specs:
+        payload = {"ops": [spec.to_json()], "settings": settings, "pipeline_root": pipeline_root}
+        try:
+            measured = bench.run_condition("warm", "autoperfect.bench_runtime:measure", payload,
+                                           settings["timeout_s"])
+        except RuntimeError as err:  # the child crashed, hung or replied nothing: the next op still runs
+            failed[spec.name] = str(err)[-2000:]
+        else:
+            result["ops"].update(measured.pop("ops"))
+            result.update(measured)  # dispatch, machine, condition: the same for every op
+        result["measured_at"] = bench.measured_at()
+        artifacts.write_json(out, {**result, **({"failed": failed} if failed else {})})
+    return failed
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,7 +148,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with open(args.config) as f:
         ops = parse_ops(yaml.safe_load(f)["ops"])
-    run([ops[name] for name in args.ops], {"repeats": args.repeats}, args.pipeline_cache, args.out)
+    unknown = [name for name in args.ops if name not in ops]
+    if unknown:
+        raise SystemExit(f"no op {', '.join(map(repr, unknown))} in {args.config} (it has {', '.join(sorted(ops))})")
+    failed = run([ops[name] for name in args.ops], {"repeats": args.repeats}, args.pipeline_cache, args.out)
+    if failed:
+        raise SystemExit("not measured: " + "; ".join(f"{op}: {why.splitlines()[0]}" for op, why in failed.items()))
 
 
 if __name__ == "__main__":

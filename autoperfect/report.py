@@ -318,15 +318,19 @@ def runtime_section(results_dir: str) -> list[str]:
     if runtime is None:
         lines += [f"Not measured ({problem}; `python -m autoperfect.bench_runtime` writes it).", ""]
     else:
-        lines += [f"Measured {runtime.get('measured_at')}, {runtime.get('condition')}, dispatch "
-                  f"{runtime['dispatch']['dispatch']}, load average {runtime['machine']['load_1m']:.1f} on "
-                  f"{runtime['machine']['cores']} cores (a shared machine: expect noise). First call: trace, "
+        machine = runtime.get("machine") or {}  # none where every op failed
+        where = (f", dispatch {runtime['dispatch']['dispatch']}, load average {machine['load_1m']:.1f} on "
+                 f"{machine['cores']} cores (a shared machine: expect noise)" if machine else "")
+        lines += [f"Measured {runtime.get('measured_at')}, {runtime.get('condition', 'no op measured')}{where}. "
+                  "First call: trace, "
                   "compile, gate (ms); runtime overhead: the warm call against the same kernels run without "
                   "the runtime.", "",
                   "| op | size | first call (trace/compile/gate) | first call, kernel on disk "
                   "| warm call (ms) | kernels alone (ms) | overhead | vs MLX eager | vs mx.compile "
                   "| from the pipeline's cache |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for op, why in runtime.get("failed", {}).items():
+            lines.append(_table_row([op, NONE, f"not measured: {shorten(why.splitlines()[0], 120)}"] + [NONE] * 7))
         for op, sizes in runtime["ops"].items():
             for size, r in sizes.items():
                 setup = r["cold"]["setup_s"]

@@ -378,6 +378,39 @@ def test_the_runtime_benchmark_measures_cold_disk_and_warm_calls_and_the_report_
     assert "model_e2e.json missing" in text
 
 
+def test_the_runtime_benchmark_keeps_the_ops_measured_before_one_that_fails(tmp_path, monkeypatch):
+    """Each op is measured in a child of its own and runtime.json is written after each: an op whose
+    child runs past its limit is recorded with the reason, the op before it is kept, the next one
+    still runs, and the report says which was not measured; with every op failed the report still
+    renders."""
+    from autoperfect import bench_runtime, report
+    from autoperfect.spec import parse_op
+
+    specs = [parse_op(name, {"fn": f"def {name}(x):\n    return x + 1\n", "inputs": {"x": {"shape": [4]}}})
+             for name in ("first", "hangs", "last")]
+    out = tmp_path / "runtime.json"
+    seen = []
+
+    def fake_child(condition, target, payload, timeout_s):
+        name = payload["ops"][0]["name"]
+        seen.append(json.loads(out.read_text())["ops"].keys() if out.exists() else set())
+        if name == "hangs":
+            raise RuntimeError(f"{target} under 'warm' ran past {timeout_s} s; stderr tail:\n")
+        return {"ops": {name: {}}, "dispatch": {"dispatch": "native"},  # no sizes: no rows of its own
+                "machine": {"load_1m": 0.5, "cores": 2}, "condition": "warm"}
+
+    monkeypatch.setattr(bench_runtime.bench, "run_condition", fake_child)
+    failed = bench_runtime.run(specs, {"timeout_s": 7}, None, str(out))
+    assert set(failed) == {"hangs"} and "ran past 7 s" in failed["hangs"]
+    assert [set(k) for k in seen] == [set(), {"first"}, {"first"}]  # written before each later op
+    written = json.loads(out.read_text())
+    assert set(written["ops"]) == {"first", "last"} and set(written["failed"]) == {"hangs"}
+    row = next(line for line in report.runtime_section(str(tmp_path)) if line.startswith("| hangs |"))
+    assert "not measured: autoperfect.bench_runtime:measure under 'warm' ran past 7 s" in row
+    out.write_text(json.dumps({"ops": {}, "failed": {"first": "crashed"}, "measured_at": "t"}))
+    assert any("not measured: crashed" in line for line in report.runtime_section(str(tmp_path)))
+
+
 def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypatch):
     """Keys are computed in threads, as many as there are draws and cores, unless their float64
     values would not fit in half the memory: then fewer, and one at least."""
