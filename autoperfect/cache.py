@@ -173,8 +173,42 @@ class Cache:
                   "origin": origin, "library": self._store_library(key, library),
                   "stored_at": bench.measured_at()}
         artifacts.write_json(self.path(key), record)
+        self._record_timings(key, kernel, bench_figures)
         lib_path = self.version_dir(key) / "lib" / record["library"]["file"] if library else None
         return Entry(key, kernel, variant, source, lib_path, verdict, bench_figures, origin)
+
+    # -- recorded timings ------------------------------------------------------------------------
+    # Per kernel (its structural name, every launch alike), the variants' medians each launch was
+    # timed at, by the runtime's choice or the pipeline's benchmark: what autoperfect.runtime ranks a
+    # new launch's variants by. An index beside the entries, `timings/<kernel>.json`; it is a hint,
+    # never a verdict, so a write lost to another process (last writer wins) costs a ranking, no more.
+
+    def timings_path(self, kernel: str, backend: str) -> Path:
+        return self.root / f"{backend}-{compiler_version(backend)}" / "timings" / f"{kernel}.json"
+
+    def timings(self, kernel: str, backend: str) -> list[dict]:
+        """[{"dims": launch dims, "median_s": {variant: seconds}}] recorded for `kernel` on `backend`
+        (this compiler version), in no particular order; [] where none is, or the index is unreadable."""
+        try:
+            data = json.loads(self.timings_path(kernel, backend).read_text())
+            return [t for t in data["launches"].values()
+                    if isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
+
+    def _record_timings(self, key: Key, kernel: KernelIR, bench_figures: dict) -> None:
+        figures = bench_figures.get("variants", bench_figures)  # the pipeline's bench.json or a runtime choice
+        medians = figures.get("median_s") if isinstance(figures, dict) else None
+        if not (isinstance(medians, dict) and len(medians) > 1):
+            return
+        path = self.timings_path(kernel.name, key.backend)
+        known = {}
+        try:
+            known = json.loads(path.read_text())["launches"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        known[key.digest()] = {"dims": list(kernel.launch.dims), "median_s": dict(medians)}
+        artifacts.write_json(path, {"kernel": kernel.name, "launches": known})
 
     def _store_library(self, key: Key, library: str | None) -> dict:
         if library is None:

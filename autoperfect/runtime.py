@@ -346,6 +346,34 @@ def _timing_arrays(args: tuple) -> list:
     return out
 
 
+RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
+NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
+
+
+def rank(variants: list[str], timings: list[dict], dims: tuple[int, ...]) -> tuple[list[str], dict] | None:
+    """`variants` fastest first by the medians recorded for this kernel at the launch nearest `dims`
+    (the log distance of the element counts plus that of the row lengths), with the variants not
+    timed there last, in their order; and that launch's record. None where no launch within NEAR
+    timed two of them: every variant is then gated and timed (a size unlike any timed before is
+    explored anew). A ranking is the machine's own measurements of the
+    same kernel at other sizes, so a new size (a decode step's longer attention row) gates and times
+    RANKED variants instead of all of them."""
+    def size(d) -> tuple[float, float]:
+        return math.log(max(1, math.prod(d))), math.log(max(1, d[-1] if d else 1))
+
+    here = size(dims)
+
+    def distance(t: dict) -> float:
+        return sum(abs(a - b) for a, b in zip(size(t["dims"]), here))
+
+    usable = [t for t in timings if sum(v in t["median_s"] for v in variants) >= 2 and distance(t) <= NEAR]
+    if not usable:
+        return None
+    near = min(usable, key=distance)
+    timed = sorted((v for v in variants if v in near["median_s"]), key=lambda v: near["median_s"][v])
+    return timed + [v for v in variants if v not in near["median_s"]], near
+
+
 class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
@@ -468,13 +496,23 @@ class Jit:
                 why = build.log.strip()[-300:] if build is not None else checked.reason
                 verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
         lap("compile")
-        if built:
-            verdicts.update(quick_gate(graphs, self.backend, k.name, built, self.timeout_s))
+        ranked = rank(list(built), self.cache.timings(k.name, self.backend), k.launch.dims)
+        order = ranked[0] if ranked else list(built)
+        # with timings of this kernel at another launch, the RANKED variants fastest there are gated
+        # (and timed) first, the others only if none of those passes
+        for group in (order[:RANKED], order[RANKED:]) if ranked else (order,):
+            if group and not any(verdicts.get(v, {}).get("passed") for v in built):
+                verdicts.update(quick_gate(graphs, self.backend, k.name, {v: built[v] for v in group},
+                                           self.timeout_s))
         lap("gate")
         passed = {v: built[v] for v, verdict in verdicts.items() if verdict["passed"]}
         source = {c.variant: c.source for c in candidates}
         summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
                    for v, d in verdicts.items()}
+        if ranked:
+            near = "x".join(map(str, ranked[1]["dims"]))
+            summary.update({v: {"gated": False, "reason": f"not gated: ranked below {', '.join(order[:RANKED])} "
+                                f"by the medians timed at {near}"} for v in built if v not in verdicts})
         if not passed:
             variant = candidates[0].variant
             verdict = verdicts[variant]
@@ -482,11 +520,13 @@ class Jit:
                 self.cache.store(k, self.backend, variant, source[variant], None,
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
-        choice = {"chosen": next(iter(passed)), "median_s": {}}
+        choice = {"chosen": next(iter(passed)), "median_s": {},
+                  **({"ranked_by": {"dims": ranked[1]["dims"], "order": order}} if ranked else {})}
         if len(passed) > 1:
             # the variants are verified now: time them here, on the caller's arrays
-            choice = contenders.choose_variants(only(f, {k.name}), {k.name: passed}, _timing_arrays(args), be,
-                                                seed_for(k.name, "variants"))[k.name]
+            choice = {**choice, **contenders.choose_variants(only(f, {k.name}), {k.name: passed},
+                                                             _timing_arrays(args), be,
+                                                             seed_for(k.name, "variants"))[k.name]}
         variant = choice["chosen"]
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],
                                  {**verdicts[variant], "gate": "quick", "variants": summary}, choice,

@@ -276,3 +276,24 @@ def test_all_runs_the_cache_stage_and_with_a_runtime_section_the_runtime_benchma
     assert planned.returncode == 0, planned.stderr[-2000:]
     for rule in ("cache", "runtime_bench", "model_e2e", "report"):
         assert f"rule {rule}:" in planned.stdout
+
+
+def test_timed_variants_are_indexed_by_kernel_across_launches(tmp_path, built):
+    """A runtime choice's medians and a pipeline benchmark's are kept per kernel, by launch, for the
+    runtime to rank a new launch's variants by; a single timing is not a ranking; an unreadable
+    index is no timings, never an error."""
+    k, candidate, library = built
+    other = kernel_at(8, 64)
+    assert other.name == k.name and other.launch != k.launch  # one kernel, two launches
+    c = kcache.Cache(tmp_path)
+    c.store(k, "cpu", "a", candidate.source, library, {"passed": True},
+            {"chosen": "a", "median_s": {"a": 1.0, "b": 2.0}}, "runtime")
+    c.store(other, "cpu", "b", candidate.source, library, {"passed": True},
+            {"op": "rms", "variants": {"chosen": "b", "median_s": {"a": 3.0, "b": 1.0}}}, "pipeline")
+    c.store(other, "cpu", "b", candidate.source, library, {"passed": True}, {"median_s": {"b": 1.0}}, "runtime")
+    got = sorted(c.timings(k.name, "cpu"), key=lambda t: t["dims"])
+    assert got == [{"dims": [4, 64], "median_s": {"a": 1.0, "b": 2.0}},
+                   {"dims": [8, 64], "median_s": {"a": 3.0, "b": 1.0}}]
+    assert c.timings(k.name, "cuda") == [] and c.timings("k_other", "cpu") == []
+    c.timings_path(k.name, "cpu").write_text("{")
+    assert c.timings(k.name, "cpu") == []

@@ -411,6 +411,58 @@ def test_the_runtime_benchmark_keeps_the_ops_measured_before_one_that_fails(tmp_
     assert any("not measured: crashed" in line for line in report.runtime_section(str(tmp_path)))
 
 
+def test_variants_rank_by_the_nearest_launch_timed_before():
+    timings = [{"dims": [4096, 1024], "median_s": {"a": 2.0, "b": 1.0, "c": 3.0}},
+               {"dims": [64, 1024], "median_s": {"a": 1.0, "c": 2.0}}]
+    order, near = runtime.rank(["a", "b", "c", "d"], timings, (2048, 1024))
+    assert order == ["b", "a", "c", "d"] and near["dims"] == [4096, 1024]  # untimed there: last
+    assert runtime.rank(["a", "b", "c"], timings, (32, 1024))[0] == ["a", "c", "b"]
+    assert runtime.rank(["a", "b"], timings, (4096, 8)) is None  # rows 128x shorter: explored anew
+    assert runtime.rank(["a", "d"], timings, (4096, 1024)) is None  # one of the two timed: no ranking
+    assert runtime.rank(["a", "b"], [], (4, 4)) is None
+
+
+def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(tmp_path, monkeypatch):
+    """The first shape gates and times every variant; a nearby shape in a later process gates only
+    the RANKED fastest at the first one, the others marked not gated; where those fail, the rest is
+    gated and one of them dispatched."""
+    gated, fail_first = [], []
+    real = runtime.quick_gate
+
+    def recording(graphs, backend, kernel, libraries, timeout_s):
+        gated.append(sorted(libraries))
+        if fail_first and len(gated) == fail_first[0]:
+            return {v: {"passed": False, "reason": "planted failure"} for v in libraries}
+        return real(graphs, backend, kernel, libraries, timeout_s)
+
+    monkeypatch.setattr(runtime, "quick_gate", recording)
+    x, b = arrays("ranked", (32, 64), (64,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    (everything,) = gated
+    assert len(everything) > runtime.RANKED
+    name = f.last_trace.kernels[0].runs
+    (timed,) = kcache.Cache(tmp_path).timings(name, "cpu")
+    fastest = sorted(timed["median_s"], key=timed["median_s"].get)[:runtime.RANKED]
+
+    (x2,) = arrays("ranked-2", (48, 64))
+    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(g(x2, b), swish_shift(x2, b))
+    assert gated[1] == sorted(fastest) and g.last_trace.kernels[0].variant in fastest
+    entry = kcache.Cache(tmp_path).lookup(kcache.key_for(runtime.front_of(runtime.trace(
+        swish_shift, [("x", (48, 64), "float32"), ("b", (64,), "float32")])).kernels[0], "cpu"))
+    skipped = {v for v, d in entry.verdict["variants"].items() if d.get("gated") is False}
+    assert skipped == set(everything) - set(fastest)
+    assert entry.bench["ranked_by"]["dims"] == timed["dims"]
+
+    fail_first.append(3)  # the next call's first gate: its ranked variants fail
+    (x3,) = arrays("ranked-3", (40, 64))
+    h = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(h(x3, b), swish_shift(x3, b))
+    assert len(gated[2]) == runtime.RANKED and sorted(gated[2] + gated[3]) == everything
+    assert h.last_trace.kernels[0].variant in gated[3]
+
+
 def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypatch):
     """Keys are computed in threads, as many as there are draws and cores, unless their float64
     values would not fit in half the memory: then fewer, and one at least."""
