@@ -31,7 +31,8 @@ for size in sys.argv[1:]:
         start = time.perf_counter()
         mx.eval(f(*args))
         first = time.perf_counter() - start
-        print(fn.__name__, size, f"first call {first:.1f} s, setup {f.last_trace.setup}", f.last_trace.describe(), flush=True)
+        print(fn.__name__, size, f"first call {first:.1f} s, setup {f.last_trace.setup}", f.last_trace.describe(),
+              flush=True)
         c = mx.compile(fn)
         s = bench.time_interleaved({"jit": lambda: mx.eval(f(*args)), "eager": lambda: mx.eval(fn(*args)),
                                     "compile": lambda: mx.eval(c(*args))}, 5, 31, 1)
