@@ -25,8 +25,10 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(path: Path, name: str) -> set[str]:
-    """Package modules `path` imports (absolute `autoperfect.x` or relative `.x`, `..x`)."""
+@lru_cache(maxsize=None)
+def _imports(path: Path, name: str) -> frozenset[str]:
+    """Package modules `path` imports (absolute `autoperfect.x` or relative `.x`, `..x`); parsed
+    once per process, however many closures reach it (the cache's compiler version takes four)."""
     is_pkg = path.name == "__init__.py"
     parts = name.split(".") if is_pkg else name.split(".")[:-1]
     out = set()
@@ -42,7 +44,7 @@ def _imports(path: Path, name: str) -> set[str]:
                 out.update(f"{mod}.{a.name}" for a in node.names)  # `from . import cpu`
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "autoperfect")
-    return {m for m in out if _module_file(m) is not None}
+    return frozenset(m for m in out if _module_file(m) is not None)
 
 
 @lru_cache(maxsize=None)
