@@ -114,12 +114,16 @@ class Cache:
     def version_dir(self, key: Key) -> Path:
         return self.root / f"{key.backend}-{key.compiler}"
 
+    def current_dir(self, backend: str) -> Path:
+        """`backend`'s directory for this compiler version (version_dir of every key made now)."""
+        return self.root / f"{backend}-{compiler_version(backend)}"
+
     def path(self, key: Key) -> Path:
         return self.version_dir(key) / f"{key.digest()}.json"
 
     def build_dir(self, backend: str) -> Path:
         """Where candidates are compiled before they are verified (backends' build cache)."""
-        return self.root / f"{backend}-{compiler_version(backend)}" / "build"
+        return self.current_dir(backend) / "build"
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -184,17 +188,21 @@ class Cache:
     # never a verdict, so a write lost to another process (last writer wins) costs a ranking, no more.
 
     def timings_path(self, kernel: str, backend: str) -> Path:
-        return self.root / f"{backend}-{compiler_version(backend)}" / "timings" / f"{kernel}.json"
+        return self.current_dir(backend) / "timings" / f"{kernel}.json"
 
     def timings(self, kernel: str, backend: str) -> list[dict]:
         """[{"dims": launch dims, "median_s": {variant: seconds}}] recorded for `kernel` on `backend`
         (this compiler version), in no particular order; [] where none is, or the index is unreadable."""
+        return [t for t in self._launches(self.timings_path(kernel, backend)).values()
+                if isinstance(t, dict) and isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
+
+    def _launches(self, path: Path) -> dict:
+        """An index's records by key digest; {} where there is none or it is unreadable."""
         try:
-            data = json.loads(self.timings_path(kernel, backend).read_text())
-            return [t for t in data["launches"].values()
-                    if isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return []
+            launches = json.loads(path.read_text())["launches"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        return launches if isinstance(launches, dict) else {}
 
     def _record_timings(self, key: Key, kernel: KernelIR, bench_figures: dict) -> None:
         figures = bench_figures.get("variants", bench_figures)  # the pipeline's bench.json or a runtime choice
@@ -202,11 +210,7 @@ class Cache:
         if not (isinstance(medians, dict) and len(medians) > 1):
             return
         path = self.timings_path(kernel.name, key.backend)
-        known = {}
-        try:
-            known = json.loads(path.read_text())["launches"]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        known = self._launches(path)
         known[key.digest()] = {"dims": list(kernel.launch.dims), "median_s": dict(medians)}
         artifacts.write_json(path, {"kernel": kernel.name, "launches": known})
 
@@ -224,7 +228,7 @@ class Cache:
     def prune(self, backend: str) -> list[str]:
         """Delete `backend`'s directories of other compiler versions (never read again); returns their
         names."""
-        keep = f"{backend}-{compiler_version(backend)}"
+        keep = self.current_dir(backend).name
         found = self.root.iterdir() if self.root.is_dir() else []
         stale = [p for p in found if p.is_dir() and p.name.startswith(f"{backend}-") and p.name != keep]
         for p in stale:

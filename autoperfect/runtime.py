@@ -481,6 +481,7 @@ class Jit:
             candidates = provider("compiler").generate(k, self.backend)
         except Unsupported as e:
             return None, f"the {self.backend} backend can't render it: {e}"
+
         def check_and_build(c):
             checked = static.check(c.source, self.backend, k.name)
             return checked, be.build(c.source, self.cache.build_dir(self.backend)) if checked.passed else None
@@ -496,12 +497,12 @@ class Jit:
                 why = build.log.strip()[-300:] if build is not None else checked.reason
                 verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
         lap("compile")
-        ranked = rank(list(built), self.cache.timings(k.name, self.backend), k.launch.dims)
-        order = ranked[0] if ranked else list(built)
+        timed_before = self.cache.timings(k.name, self.backend)
+        order, near = rank(list(built), timed_before, k.launch.dims) or (list(built), None)
         # with timings of this kernel at another launch, the RANKED variants fastest there are gated
         # (and timed) first, the others only if none of those passes
-        for group in (order[:RANKED], order[RANKED:]) if ranked else (order,):
-            if group and not any(verdicts.get(v, {}).get("passed") for v in built):
+        for group in (order[:RANKED], order[RANKED:]) if near else (order,):
+            if group and not any(d["passed"] for d in verdicts.values()):
                 verdicts.update(quick_gate(graphs, self.backend, k.name, {v: built[v] for v in group},
                                            self.timeout_s))
         lap("gate")
@@ -509,10 +510,10 @@ class Jit:
         source = {c.variant: c.source for c in candidates}
         summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
                    for v, d in verdicts.items()}
-        if ranked:
-            near = "x".join(map(str, ranked[1]["dims"]))
+        if near:
+            at = "x".join(map(str, near["dims"]))
             summary.update({v: {"gated": False, "reason": f"not gated: ranked below {', '.join(order[:RANKED])} "
-                                f"by the medians timed at {near}"} for v in built if v not in verdicts})
+                                f"by the medians timed at {at}"} for v in built if v not in verdicts})
         if not passed:
             variant = candidates[0].variant
             verdict = verdicts[variant]
@@ -521,7 +522,7 @@ class Jit:
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {},
-                  **({"ranked_by": {"dims": ranked[1]["dims"], "order": order}} if ranked else {})}
+                  **({"ranked_by": {"dims": near["dims"], "order": order}} if near else {})}
         if len(passed) > 1:
             # the variants are verified now: time them here, on the caller's arrays
             choice = {**choice, **contenders.choose_variants(only(f, {k.name}), {k.name: passed},
