@@ -360,9 +360,24 @@ def probe_kernel(op: Op, dtype: str, n: int) -> KernelIR:
     return validate_kernel(KernelIR("elementwise", 1, args, body, launch, tuple(range(arity + 1))))
 
 
+_PROBED: dict[tuple, dict] = {}
+
+
 def probe(be, op: Op, dtype: str, schedule) -> dict:
     """Worst error of `op` in ULPs, measured by a one-op kernel rendered and built like a candidate
-    with `schedule`, over a dense sweep of the function's domain, against float64."""
+    with `schedule` (or what the backend's `probe_schedule` makes of it), over a dense sweep of the
+    function's domain, against float64. A process measures each rendered probe once: the sweep is
+    fixed, so the same source on the same machine gives the same report (a gate's variants share
+    their probes)."""
+    schedule = be.probe_schedule(schedule)
+    source = be.render(probe_kernel(op, dtype, 1), schedule)
+    key = (be.NAME, op, dtype, source)
+    if key not in _PROBED:
+        _PROBED[key] = _probe(be, op, dtype, schedule)
+    return dict(_PROBED[key])
+
+
+def _probe(be, op: Op, dtype: str, schedule) -> dict:
     lo, hi = PROBE_DOMAIN[op]
     x = sweep(lo, hi, dtype)
     xs = [x]
@@ -433,7 +448,7 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
     """Verdict for one choice of kernels (`libraries`: kernel name -> built library)."""
     be = backends.get(backend)
     loaded: dict[str, object] = {}
-    kernels: list[KernelIR] = []
+    kernels: dict[str, KernelIR] = {}
     shape_sets = [{i.name: i.shape for i in spec.inputs}] + alt_shapes(spec, settings.shapes)
     report, useful = [], 0
     # the small shapes first: most wrong kernels fail there in milliseconds; the spec's shape last
@@ -457,7 +472,10 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
         for k in f.kernels:
             if k is not None and k.name not in loaded:
                 loaded[k.name] = be.Kernel(k, libraries[k.name])
-                kernels.append(k)
+            if k is not None:
+                # the probes read each kernel's schedules at the spec's shapes (judged last), as
+                # the candidates were rendered there (a GPU's schedules follow the row length)
+                kernels[k.name] = k
         prog = program(f, loaded)
         exact = all(nd.op in EXACT for nd in f.canonical.nodes)
         checks = []
@@ -484,7 +502,7 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
     if useful == 0:
         return {"passed": False, "reason": "no useful test: every reference was degenerate (all NaN, "
                                            "constant, or not judgeable)", "shapes": report}
-    ulp, problem = function_accuracy(be, kernels, libraries)
+    ulp, problem = function_accuracy(be, list(kernels.values()), libraries)
     if problem:
         return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
     hidden = []

@@ -1,6 +1,7 @@
 """Where autoperfect.jit's gate spends its time: RMSNorm's first call at the shape given (rows x
 cols) on MLX's default device, with the gate run in this process (not in its child) under cProfile;
-prints the gate's wall time and its top functions by own time, then the call's trace.
+prints the gate's wall time, its top functions by own time (or cumulative time), what the
+kernel runs on the judge's buffers spend their time in, then the call's trace.
 
     python scripts/profile_gate.py 4096x4096 [tottime|cumulative]
 """
@@ -31,6 +32,10 @@ def in_process(module, request, settings, backend):
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats(sys.argv[2] if len(sys.argv) > 2 else "tottime").print_stats(30)
     print(text.getvalue()[:6000])
+    text = io.StringIO()
+    stats = pstats.Stats(profile, stream=text).sort_stats("cumulative")
+    stats.print_callees("run_numpy|check_shape|function_accuracy|answer_key|probe|gate_one")
+    print(text.getvalue()[:14000])
     return verdicts
 
 

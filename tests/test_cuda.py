@@ -568,3 +568,21 @@ def test_roofline_measures_both_ways_with_stand_in_kernels(monkeypatch):
                                                   if k.startswith(f"pipelined_{kind}."))
     assert r["pipelined_bandwidth_gbps"] == max(r["pipelined_copy_gbps"], r["pipelined_triad_gbps"])
     assert r["bandwidth_gbps"] == max(r["copy_gbps"], r["triad_gbps"]) > 0
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+def test_one_function_probe_stands_for_every_gpu_schedule(target):
+    """`probe_schedule` lets one probe per function serve a GPU gate's variants (judge.probe), which
+    holds while no GPU schedule changes how a function is spelled: every approximated function
+    renders alike under the elementwise and row schedules of every row length."""
+    be = backends.get(target)
+    rows = [k for n in (8, 64, 300, 4096) for k in kernels(SPECS["softmax"].with_shapes({"x": (2, n)}))]
+    schedules = {s for k in rows + kernels(small("gelu_tanh")) for s in be.schedules_for(k)}
+    if target == "cuda":
+        schedules |= set(cuda.ELEMENTWISE + cuda.STREAMING)
+    assert len(schedules) >= (10 if target == "cuda" else 3)
+    for op, dtype in [(op, d) for op in judge.ULP_BOUND for d in ("float32", "float16", "bfloat16")]:
+        k = judge.probe_kernel(op, dtype, 1)
+        fn = next(i for i in k.body if i.op is op)
+        spelled = {be.Kernel.renderer(k, s).expr(fn) for s in schedules}
+        assert spelled == {be.Kernel.renderer(k, be.probe_schedule(next(iter(schedules)))).expr(fn)}, (op, dtype)

@@ -294,6 +294,7 @@ class SloppyExp:
     """The cpu backend with an exp 8 ulps high: its kernels call a sloppy function."""
     NAME, Kernel = "cpu", cpu.Kernel
     build, schedules_for, source_of = staticmethod(cpu.build), staticmethod(cpu.schedules_for), staticmethod(cpu.source_of)
+    probe_schedule = staticmethod(cpu.probe_schedule)
 
     @staticmethod
     def render(k, schedule):
@@ -319,3 +320,19 @@ def test_rendered_functions_meet_their_stated_bounds(fn, build_dir):
     for schedule in (Schedule("libm"), Schedule("libmvec", vector_math=True)):
         result = judge.probe(BE, fn, "float32", schedule)
         assert result["within_bound"], (schedule.name, result)
+
+
+def test_a_process_measures_each_rendered_probe_once(build_dir, monkeypatch):
+    """A gate judges several variants in one child: a probe whose rendering another variant's
+    already measured is not built and run again, and a different rendering is measured anew."""
+    measured = []
+    real = judge._probe
+    monkeypatch.setattr(judge, "_PROBED", {})
+    monkeypatch.setattr(judge, "_probe", lambda be, op, dtype, s: measured.append(s.name) or real(be, op, dtype, s))
+    first = judge.probe(BE, judge.Op.EXP, "float32", Schedule("libmvec", vector_math=True))
+    again = judge.probe(BE, judge.Op.EXP, "float32", Schedule("another_name", vector_math=True))
+    scalar = judge.probe(BE, judge.Op.EXP, "float32", Schedule("libm"))
+    assert measured == ["libmvec", "libm"]
+    assert again == first and scalar["schedule"] == "libm"
+    sloppy = judge.probe(SloppyExp, judge.Op.EXP, "float32", Schedule("libm"))
+    assert measured == ["libmvec", "libm", "libm"] and not sloppy["within_bound"]

@@ -81,6 +81,13 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     return found + (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)
 
 
+def probe_schedule(schedule: Schedule) -> Schedule:
+    """What the judge's function probes render with: the candidate's own schedule. Its vector
+    math, lanes and blocking decide which elements reach libmvec's vector entry points and which
+    libm's scalar tail (judge.probe measures each rendering once)."""
+    return schedule
+
+
 def contractible(kernel: KernelIR) -> bool:
     """Whether a product feeds a sum, a difference or a row sum (whose loop adds it to a partial):
     what FMA contraction would fuse."""

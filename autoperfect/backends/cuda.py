@@ -208,6 +208,14 @@ def schedules_for(kernel: KernelIR) -> tuple[GpuSchedule, ...]:
     return ELEMENTWISE if kernel.kind == "elementwise" else row_schedules(kernel.launch.dims[-1])
 
 
+def probe_schedule(schedule: GpuSchedule) -> GpuSchedule:
+    """What the judge's function probes render with for a candidate of `schedule` (judge.probe).
+    No GPU knob changes how a function is spelled (they set the launch, vector width, unrolling,
+    row caching), so one elementwise probe stands for every variant (tests/test_cuda.py checks the
+    spelling under every schedule)."""
+    return ELEMENTWISE[0]
+
+
 def kernel_name(source: str) -> str:
     """MLX caches compiled kernels by name (CUDA: on disk too; Metal before 0.32.1 silently ran the
     old kernel of a reused name): a name per source."""

@@ -51,6 +51,11 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     return (Schedule("mlx"),)
 
 
+def probe_schedule(schedule: Schedule) -> Schedule:
+    """The candidate's own schedule (MLX's functions: one rendering per schedule)."""
+    return schedule
+
+
 def compiler() -> str:
     import mlx.core as mx
     return f"mlx {mx.__version__}"
