@@ -158,6 +158,65 @@ def test_nvcc_rejects_a_broken_source(tmp_path):
     assert not b.ok and b.library is None and "w1" in b.log
 
 
+@pytest.mark.skipif(cuda.nvcc() is None, reason=NO_NVCC)
+def test_an_instance_is_the_unit_at_one_launch_compiled_once_for_every_process(tmp_path, monkeypatch):
+    """What precompiled_cuda_kernel loads: the launch's constants in the unit MLX would build, the
+    kernel's entry unmangled, a cubin kept by the unit's hash (a second caller runs no nvcc)."""
+    k = kernels(SPECS["rmsnorm"])[0]
+    source = cuda.render(k, cuda.schedules_for(k)[0])
+    values = cuda.Kernel.template_values(cuda.CudaRenderer.parse(source)[0], k.launch)
+    assert values == [("D0", 4096), ("D1", 1024), ("S0_0", 1024), ("S0_1", 1), ("S1_0", 0), ("S1_1", 1)]
+    unit = cuda.instance_unit(source, values, "ap_entry")
+    assert 'extern "C" __global__ void ap_entry(' in unit and "constexpr int D1 = 1024;" in unit
+    assert unit.replace('extern "C" __global__ void ap_entry(', "") == cuda.translation_unit(source).replace(
+        f"__global__ void custom_kernel_{cuda.kernel_name(source)}(", "").replace(
+        "constexpr int D0 = 1024;", "constexpr int D0 = 4096;").replace(
+        "constexpr int S0_0 = 1024;", "constexpr int S0_0 = 1024;").replace(
+        "constexpr int S1_0 = 1024;", "constexpr int S1_0 = 0;")
+    entry, cubin = cuda.instance(source, values, tmp_path)
+    assert entry.startswith("ap_") and entry.encode() in cubin and cubin[:4] == b"\x7fELF"
+    runs = []
+    monkeypatch.setattr(cuda.subprocess, "run", lambda *a, **kw: runs.append(a) or pytest.fail("nvcc ran again"))
+    assert cuda.instance(source, values, tmp_path) == (entry, cubin) and not runs
+    other = cuda.Kernel.template_values(cuda.CudaRenderer.parse(source)[0],
+                                        kernels(SPECS["rmsnorm"].with_shapes({"x": (8, 4096), "w": (4096,)}))[0].launch)
+    assert other != values and cuda.instance_unit(source, other, "e") != cuda.instance_unit(source, values, "e")
+
+
+@pytest.mark.skipif(cuda.nvcc() is None, reason=NO_NVCC)
+def test_a_broken_instance_is_an_error_naming_the_kernel(tmp_path):
+    k = kernels(SPECS["chain"])[0]
+    source = cuda.render(k).replace("__fmul_rn(v0, v1)", "__fmul_rn(v0, w1)")
+    with pytest.raises(RuntimeError, match=r"nvcc failed on an instance of ap_\w+: .*w1"):
+        cuda.instance(source, cuda.Kernel.template_values(cuda.CudaRenderer.parse(source)[0], k.launch), tmp_path)
+    assert not list((tmp_path / "instances").glob("*.cubin"))
+
+
+def test_prepare_builds_every_library_at_every_launch_and_leaves_failures_to_the_gate(tmp_path, monkeypatch):
+    k = kernels(SPECS["softmax"])[0]
+    libraries = []
+    for s in cuda.schedules_for(k)[:3]:
+        (tmp_path / f"{s.name}.cu").write_text(cuda.render(k, s))
+        libraries.append(str(tmp_path / f"{s.name}.cu"))
+    small = kernels(SPECS["softmax"].with_shapes({"x": (3, 1028)}))[0]
+    built = []
+
+    def fake(source, values):
+        built.append((source, tuple(values)))
+        if len(built) == 2:
+            raise RuntimeError("nvcc failed")
+        return "e", b""
+
+    monkeypatch.setattr(cuda, "instance", fake)
+    monkeypatch.setattr(cuda.Kernel, "precompiles", classmethod(lambda cls: False))
+    cuda.prepare(k, libraries, [k.launch, small.launch])
+    assert built == []  # MLX's NVRTC path: nothing to build ahead
+    monkeypatch.setattr(cuda.Kernel, "precompiles", classmethod(lambda cls: True))
+    cuda.prepare(k, libraries, [k.launch, small.launch])
+    assert len(built) == 6 and len(set(built)) == 6
+    assert {v[0] for _, v in built} == {("D0", 4096), ("D0", 3)}
+
+
 def test_without_nvcc_the_source_is_kept_unchecked(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC", str(tmp_path / "no-such-nvcc"))
     cuda.compiler.cache_clear()
