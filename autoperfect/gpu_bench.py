@@ -415,6 +415,7 @@ def measure_roofline(quick: bool = False) -> dict:
             medians[s.name] = moved / float(np.median(times)) / 1e9
             queued = _times(lambda: kern(x[:len(k.inputs)]), PIPELINED_SAMPLES, PIPELINE)
             out["by_schedule"][f"pipelined_{kind}.{s.name}"] = moved / min(queued) / 1e9
+            out["dispatch"] = kern.dispatch
         for prefix in ("", "pipelined_"):
             out[f"{prefix}{kind}_gbps"] = max(v for key, v in out["by_schedule"].items()
                                               if key.startswith(prefix + kind))
@@ -567,7 +568,8 @@ def markdown(s: dict) -> list[str]:
     queued = (f"; queued {PIPELINE} calls to a wait (the pipelined condition's ceiling, best of "
               f"{PIPELINED_SAMPLES}): copy {r['pipelined_copy_gbps']:.0f} GB/s, triad "
               f"{r['pipelined_triad_gbps']:.0f} GB/s") if r.get("pipelined_copy_gbps") else ""
-    lines = [f"Roofline (kernels we emit, through `mx.fast.cuda_kernel`, one call per wait, best of "
+    through = f"`{r['dispatch']}`" if r.get("dispatch") else "MLX's custom-kernel op"
+    lines = [f"Roofline (kernels we emit, through {through}, one call per wait, best of "
              f"{STREAM_REPEATS}): copy {r['copy_gbps']:.0f} GB/s, triad {r['triad_gbps']:.0f} GB/s{queued}; "
              f"FMA {r['fma_gflops'] / 1e3:.1f} TFLOP/s; PyTorch's device copy {r['torch_copy_gbps']:.0f} GB/s.", ""]
     head = ["| op | kernel ms [95% CI] | GB/s | % of copy | % of a same-size copy in its rounds (GB/s) | "
