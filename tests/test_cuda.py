@@ -615,7 +615,16 @@ def test_roofline_measures_both_ways_with_stand_in_kernels(monkeypatch):
     """measure_roofline's plumbing without a GPU: per schedule one call per wait and queued, the
     best of each kind kept, the pipelined ceiling beside the other."""
     monkeypatch.setattr(cuda, "build", lambda source: type("B", (), {"library": "x"})())
-    monkeypatch.setattr(cuda, "Kernel", lambda k, lib: (lambda inputs: [inputs[0] + 1]))
+    class StandIn:
+        dispatch = "a stand-in"
+
+        def __init__(self, k, lib):
+            pass
+
+        def __call__(self, inputs):
+            return [inputs[0] + 1]
+
+    monkeypatch.setattr(cuda, "Kernel", StandIn)
     monkeypatch.setattr(mx.fast, "cuda_kernel", lambda **kw: (lambda **a: [mx.zeros((4,))]), raising=False)
     monkeypatch.setattr(gpu_bench, "_torch_copy", lambda n: 1.0)
     monkeypatch.setattr(gpu_bench, "machine", lambda: {})
@@ -627,6 +636,7 @@ def test_roofline_measures_both_ways_with_stand_in_kernels(monkeypatch):
                                                   if k.startswith(f"pipelined_{kind}."))
     assert r["pipelined_bandwidth_gbps"] == max(r["pipelined_copy_gbps"], r["pipelined_triad_gbps"])
     assert r["bandwidth_gbps"] == max(r["copy_gbps"], r["triad_gbps"]) > 0
+    assert r["dispatch"] == "a stand-in"  # what the stream kernels ran through, for the summary
 
 
 @pytest.mark.parametrize("target", ["cuda", "metal"])
