@@ -373,11 +373,13 @@ def probe(be, op: Op, dtype: str, schedule) -> dict:
     source = be.render(probe_kernel(op, dtype, 1), schedule)
     key = (be.NAME, op, dtype, source)
     if key not in _PROBED:
-        _PROBED[key] = _probe(be, op, dtype, schedule)
+        _PROBED[key] = _probe(be, op, dtype, schedule, source)
     return dict(_PROBED[key])
 
 
-def _probe(be, op: Op, dtype: str, schedule) -> dict:
+def _probe(be, op: Op, dtype: str, schedule, source: str) -> dict:
+    """`probe`'s measurement of `source` (the probe kernel rendered with `schedule`: kernels are
+    size-generic, so the sweep's length is the launch's, not the source's)."""
     lo, hi = PROBE_DOMAIN[op]
     x = sweep(lo, hi, dtype)
     xs = [x]
@@ -385,7 +387,7 @@ def _probe(be, op: Op, dtype: str, schedule) -> dict:
         exponents = sweep(-8.0, 8.0, dtype, len(x))
         xs.append(np.random.default_rng(seed_for("probe", op.value, dtype)).choice(exponents, len(x)))
     k = probe_kernel(op, dtype, len(x))
-    build = be.build(be.render(k, schedule))
+    build = be.build(source)
     if not build.ok:
         raise RuntimeError(f"the {op.value} probe did not build: {build.log[-500:]}")
     got = _as_float(guarded_call(be.Kernel(k, build.library), k, [_storage(v, dtype) for v in xs])[0], dtype)

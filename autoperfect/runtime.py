@@ -500,17 +500,20 @@ class Jit:
                 verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
         timed_before = self.cache.timings(k.name, self.backend)
         order, near = rank(list(built), timed_before, k.launch.dims) or (list(built), None)
-        if hasattr(be, "prepare"):  # a GPU's instances at the gate's shapes, built side by side
-            launches = [kern.launch for g in graphs for kern in front_of(g).kernels
-                        if kern is not None and kern.name == k.name]
-            be.prepare(k, [built[v] for v in (order[:RANKED] if near else order)], launches)
+        prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
+        launches = [kern.launch for g in graphs for kern in front_of(g).kernels
+                    if kern is not None and kern.name == k.name] if prepare else []
         lap("compile")
         # with timings of this kernel at another launch, the RANKED variants fastest there are gated
         # (and timed) first, the others only if none of those passes
         for group in (order[:RANKED], order[RANKED:]) if near else (order,):
             if group and not any(d["passed"] for d in verdicts.values()):
+                if prepare:
+                    prepare(k, [built[v] for v in group], launches)
+                    lap("compile")
                 verdicts.update(quick_gate(graphs, self.backend, k.name, {v: built[v] for v in group},
                                            self.timeout_s))
+                lap("gate")
         lap("gate")
         passed = {v: built[v] for v, verdict in verdicts.items() if verdict["passed"]}
         source = {c.variant: c.source for c in candidates}

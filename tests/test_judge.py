@@ -328,7 +328,7 @@ def test_a_process_measures_each_rendered_probe_once(build_dir, monkeypatch):
     measured = []
     real = judge._probe
     monkeypatch.setattr(judge, "_PROBED", {})
-    monkeypatch.setattr(judge, "_probe", lambda be, op, dtype, s: measured.append(s.name) or real(be, op, dtype, s))
+    monkeypatch.setattr(judge, "_probe", lambda be, op, dtype, s, src: measured.append(s.name) or real(be, op, dtype, s, src))
     first = judge.probe(BE, judge.Op.EXP, "float32", Schedule("libmvec", vector_math=True))
     again = judge.probe(BE, judge.Op.EXP, "float32", Schedule("another_name", vector_math=True))
     scalar = judge.probe(BE, judge.Op.EXP, "float32", Schedule("libm"))

@@ -463,6 +463,40 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
     assert h.last_trace.kernels[0].variant in gated[3]
 
 
+def test_a_backend_that_prepares_gets_each_gated_groups_libraries_at_the_gates_launches(tmp_path, monkeypatch):
+    """Where a backend builds ahead (cuda.prepare: the instances its children will load), each group
+    of variants is prepared right before its gate, at the call's and the alternate shape's launches."""
+    events, fail = [], []
+    real = runtime.quick_gate
+
+    def gate(graphs, backend, kernel, libraries, timeout_s):
+        events.append(("gate", sorted(libraries.values())))
+        if fail:  # the ranked group fails: the rest is gated, and must have been prepared too
+            fail.clear()
+            return {v: {"passed": False, "reason": "planted failure"} for v in libraries}
+        return real(graphs, backend, kernel, libraries, timeout_s)
+
+    monkeypatch.setattr(cpu, "prepare",
+                        lambda k, libs, launches: events.append(("prepare", sorted(libs), launches)), raising=False)
+    monkeypatch.setattr(runtime, "quick_gate", gate)
+    x, b = arrays("prepared", (32, 64), (64,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    (kind, libs, launches), (gated, those) = events
+    assert (kind, gated) == ("prepare", "gate") and libs == those and len(libs) > runtime.RANKED
+    assert [launch.dims for launch in launches][0] == (32, 64) and len(launches) == 2
+
+    events.clear()
+    fail.append(True)
+    (x2,) = arrays("prepared-2", (48, 64))
+    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(g(x2, b), swish_shift(x2, b))
+    kinds = [e[0] for e in events]
+    assert kinds == ["prepare", "gate", "prepare", "gate"]
+    assert events[0][1] == events[1][1] and events[2][1] == events[3][1] and len(events[0][1]) == runtime.RANKED
+    assert sorted(events[0][1] + events[2][1]) == libs
+
+
 def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypatch):
     """Keys are computed in threads, as many as there are draws and cores, unless their float64
     values would not fit in half the memory: then fewer, and one at least."""

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -371,7 +372,6 @@ def prepare(kernel: KernelIR, libraries: Sequence[str], launches: Sequence[Launc
     Nothing to do where kernels go through MLX's NVRTC (no nvcc, or an unknown GPU)."""
     if not Kernel.precompiles():
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     def build(job) -> None:
         try:
