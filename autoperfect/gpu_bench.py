@@ -138,11 +138,11 @@ def _torch_calls(f, xs, checks: dict, ref: list[np.ndarray]) -> tuple[dict, dict
     return calls, queued, {"torch_compile": compile_s}
 
 
-VARIANT_ROUNDS = 15
+VARIANT_ROUNDS = cuda.TIMING["rounds"]
 # calls queued per sample in the pipelined condition (contenders.pipelined): the device's time per
 # call. One call per sample waits for the device each time, and that wait (0.07-0.12 ms a call on
 # the H200, 2026-12-01, run 4) is a third of a 1 GiB op and varies by more than the variants differ.
-PIPELINE = 10
+PIPELINE = cuda.TIMING["pipeline"]
 
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, seed: int) -> dict[str, dict]:

@@ -7,7 +7,8 @@ judge's checks at the call's shapes and at one small alternate shape, in a child
 or a hang is a verdict), each kernel judged with every other region left to MLX, so a verdict
 belongs to one region. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
 a kernel that fails when called turns its signature back to eager MLX: nothing that did not pass the
-judge is ever dispatched. Every call leaves a `CallTrace` (`f.last_trace`) saying which region ran which
+judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
+the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a `CallTrace` (`f.last_trace`) saying which region ran which
 kernel, where it came from, how long it took, the user's source lines it computes, and why anything
 ran in MLX; `f.stats()` sums them up.
 """
@@ -236,6 +237,7 @@ class CallTrace:
     seconds: float               # the whole call, as the user waited for it
     setup: dict = field(default_factory=dict)  # first call only: trace, lookup, compile, gate seconds
     eager: str = ""              # why the whole call ran as eager MLX ("" when kernels ran)
+    race: dict = field(default_factory=dict)  # first call only: the kernels timed against MLX (Jit._race)
 
     @property
     def kernels(self) -> tuple[RegionTrace, ...]:
@@ -251,6 +253,11 @@ class CallTrace:
         if self.setup:
             head += " (first call: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.setup.items()) + ")"
         lines = [head] + ([f"  eager MLX: {self.eager}"] if self.eager else [])
+        if self.race:
+            r = self.race
+            interval = f" [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]" if r["ci95"] else ", one call each"
+            lines.append(f"  raced against MLX's own ops: kernels {r['kernels_s'] * 1e6:.1f} us, MLX "
+                         f"{r['mlx_s'] * 1e6:.1f} us a call ({r['median']:.2f}x{interval})")
         return "\n".join(lines + ["  " + r.describe() for r in self.regions])
 
 
@@ -264,6 +271,7 @@ class Plan:
     structure: str               # "array", "tuple" or "list": what the function returns
     eager: str = ""
     times: list = field(default_factory=list)  # (kernel name, seconds) of the call in progress
+    race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
 
 
 class _Timed:
@@ -348,6 +356,17 @@ def _timing_arrays(args: tuple) -> list:
     return out
 
 
+CLEAR_LEAD = 2.0  # a first call of MLX's ops this many times the kernels' settles the race (Jit._race)
+
+
+def timing(be) -> tuple[int, int]:
+    """Rounds, and calls queued per sample, that the runtime times with on backend `be`: its
+    TIMING where it has one (a GPU's: the device's time per queued call), else one call per sample
+    in contenders.VARIANT_ROUNDS rounds (a CPU call runs while the caller waits)."""
+    t = getattr(be, "TIMING", {})
+    return t.get("rounds", contenders.VARIANT_ROUNDS), t.get("pipeline", 1)
+
+
 RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
 NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
 
@@ -380,9 +399,9 @@ class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
     def __init__(self, fn: Callable, allow_compile: bool = True, backend: str = "auto",
-                 cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S):
+                 cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True):
         functools.update_wrapper(self, fn)
-        self.fn, self.allow_compile, self.timeout_s = fn, allow_compile, timeout_s
+        self.fn, self.allow_compile, self.timeout_s, self.race = fn, allow_compile, timeout_s, race
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
@@ -460,7 +479,42 @@ class Jit:
                     found[k.name] = (entry, "compiled")
         for k in todo:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
-        return self._plan(f, found, why, structure), setup
+        plan = self._plan(f, found, why, structure)
+        if self.race and plan.run is not None:
+            self._race(plan, args)
+            lap("race")
+        return plan, setup
+
+    def _race(self, plan: Plan, args: tuple) -> None:
+        """The plan's kernels against the function itself (MLX's own ops) on the call's arrays, timed
+        as the backend times variants (`timing`). Where MLX is faster, its interval clear of 1, the
+        signature runs as MLX and its trace says by how much: a kernel that is verified but slower
+        at these shapes (a call too short for its dispatch to pay off) is not what the user wants.
+        The runtime's own cost per call (a few microseconds) is left out of the kernels' side."""
+        rounds, queued = timing(backends.get(self.backend))
+        arrays = _timing_arrays(args)
+        seed = seed_for(getattr(self.fn, "__name__", "fn"), "race")
+        calls = {"kernels": contenders.pipelined(plan.run, arrays, queued),
+                 "mlx": contenders.pipelined(self.fn, arrays, queued)}
+        first = {n: bench.time_burst(c, 1) for n, c in calls.items()}
+        if first["mlx"] > CLEAR_LEAD * first["kernels"]:
+            # decided by a first call each: a race MLX loses by that much it can't win (its first call
+            # pays more than its later ones, which only keeps the kernels), and MLX's slow ops at a
+            # large shape (60 ms a softmax of 16 MB on a CPU) would cost a call from disk a second
+            plan.race = {"kernels_s": first["kernels"] / queued, "mlx_s": first["mlx"] / queued, "rounds": 1,
+                         "queued": queued, "median": first["mlx"] / first["kernels"], "ci95": None}
+            return
+        samples = bench.time_interleaved(calls, 1, rounds, seed)
+        ratio = bench.speedup(samples["kernels"], samples["mlx"], seed)
+        kern, mlx = (float(np.median(samples[n])) / queued for n in ("kernels", "mlx"))
+        plan.race = {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio}
+        if ratio["ci95"][1] < 1:
+            lo, hi = ratio["ci95"]
+            plan.eager = (f"MLX's own ops were faster at these shapes: {mlx * 1e6:.1f} us a call against "
+                          f"the kernels' {kern * 1e6:.1f} us ({ratio['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
+            plan.run = None
+            plan.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=plan.eager)
+                                 for r in plan.regions)
 
     def _alternate(self, traced: Graph) -> list[Graph]:
         """The traced graph at a small shape with the same structure: the first of judge.alt_shapes
@@ -534,9 +588,11 @@ class Jit:
                   **({"ranked_by": {"dims": near["dims"], "order": order}} if near else {})}
         if len(passed) > 1:
             # the variants are verified now: time them here, on the caller's arrays
+            rounds, queued = timing(be)
             choice = {**choice, **contenders.choose_variants(only(f, {k.name}), {k.name: passed},
                                                              _timing_arrays(args), be,
-                                                             seed_for(k.name, "variants"))[k.name]}
+                                                             seed_for(k.name, "variants"), rounds=rounds,
+                                                             pipeline=queued)[k.name]}
         variant = choice["chosen"]
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],
                                  {**verdicts[variant], "gate": "quick", "variants": summary}, choice,
@@ -576,7 +632,7 @@ class Jit:
         for, so a warm call pays for a tuple."""
         times = tuple(plan.times) if plan.run is not None else ()
         self._last = (time.perf_counter() - start, sig, plan.regions, plan.eager if plan.run is None else "",
-                      times, setup, memory)
+                      times, setup, memory, plan.race if setup else {})
         self._counts["calls"] += 1
         if plan.run is None:
             self._counts["eager_calls"] += 1
@@ -592,32 +648,36 @@ class Jit:
         """What the last call did: which region ran which kernel, from where, how long, and why not."""
         if self._last is None:
             return None
-        seconds, sig, regions, eager, times, setup, memory = self._last
+        seconds, sig, regions, eager, times, setup, memory, race = self._last
         took = dict(times)
         regions = tuple(r if r.runs == "mlx" else replace(r, cache="memory" if memory else r.cache,
                                                          seconds=took.get(r.runs)) for r in regions)
-        return CallTrace(getattr(self.fn, "__name__", "fn"), sig, regions, seconds, setup, eager)
+        return CallTrace(getattr(self.fn, "__name__", "fn"), sig, regions, seconds, setup, eager, race)
 
     def stats(self) -> dict:
         """Totals over every call so far, and per signature the regions' plan (which kernel, or why not)."""
-        plans = {", ".join(f"{d}{list(s)}" for s, d in sig): [r.describe().splitlines()[0] for r in p.regions]
-                 or [f"eager MLX: {p.eager}"] for sig, p in self._plans.items()}
+        def name(sig) -> str:
+            return ", ".join(f"{d}{list(s)}" for s, d in sig)
+        plans = {name(sig): [r.describe().splitlines()[0] for r in p.regions] or [f"eager MLX: {p.eager}"]
+                 for sig, p in self._plans.items()}
         return {**self._counts, "kernel_sources": dict(self._sources), "signatures": len(self._plans),
-                "plans": plans}
+                "plans": plans, "races": {name(sig): p.race for sig, p in self._plans.items() if p.race}}
 
 
 def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str = "auto",
-        cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S):
+        cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True):
     """Wrap `fn` (MLX arrays in, one array or a tuple out) so its fused regions run verified kernels.
 
     Usable as `autoperfect.jit(fn)`, `@autoperfect.jit` or `@autoperfect.jit(allow_compile=False)`.
     `backend="auto"` compiles for MLX's default device (a GPU's backend when that is a GPU this
     machine runs kernels on, else the CPU's); `allow_compile=False` dispatches only what the cache
     already holds; `cache_dir` defaults to $AUTOPERFECT_CACHE/kernels (~/.cache/autoperfect/kernels);
-    `timeout_s` bounds each gate's child.
+    `timeout_s` bounds each gate's child; `race=False` keeps a signature's verified kernels without
+    timing them against the function's own MLX ops on its first call (by default a signature whose
+    kernels MLX beats there runs as MLX, and its trace says so).
     """
     def wrap(f: Callable) -> Jit:
-        return Jit(f, allow_compile, backend, cache_dir, timeout_s)
+        return Jit(f, allow_compile, backend, cache_dir, timeout_s, race)
     return wrap(fn) if fn is not None else wrap
 
 

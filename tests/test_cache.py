@@ -252,7 +252,7 @@ def test_the_cache_stage_hands_verified_winners_to_the_runtime(tmp_path, built):
     entry = kcache.Cache(root).lookup(kcache.key_for(built[0], "cpu"))
     assert entry.key.digest() == stored["key"] and entry.origin == "pipeline" and entry.passed
     assert entry.bench["kernel"]["median_s"] == 1e-3 and entry.verdict["gate"] == "pipeline judge"
-    f = autoperfect.jit(rms, cache_dir=root, allow_compile=False)
+    f = autoperfect.jit(rms, cache_dir=root, allow_compile=False, race=False)
     x, w = mx.ones((4, 64)), mx.ones((64,))
     f(x, w)
     assert [(r.runs, r.cache) for r in f.last_trace.kernels] == [(built[0].name, "disk")]

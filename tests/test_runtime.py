@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +31,11 @@ def on_the_cpu():
     mx.set_default_device(mx.cpu)
     yield
     mx.set_default_device(device)
+
+
+# The runtime's logic, without the first call's race against MLX's own ops (whose outcome is the
+# machine's timing): the race's own tests below turn it on.
+jit = functools.partial(autoperfect.jit, race=False)
 
 
 def swish_shift(x, b):
@@ -90,7 +97,7 @@ endless_loop = at_entry("volatile int spin = 1; while (spin) {}")
 
 def test_an_unseen_function_matches_eager_and_hits_the_cache_on_its_second_call(tmp_path):
     x, b = arrays("unseen", (6, 40), (40,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (first,) = f.last_trace.kernels
     assert first.cache == "compiled" and f.last_trace.setup["gate"] > 0
@@ -99,7 +106,7 @@ def test_an_unseen_function_matches_eager_and_hits_the_cache_on_its_second_call(
     assert second.cache == "memory" and second.runs == first.runs and not f.last_trace.setup
     assert second.seconds is not None and second.seconds > 0
     assert any(line.startswith(__file__) and "mx.tanh(x + b) - 0.5" in line for line in second.lines)
-    again = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+    again = jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
     assert_close(again(x, b), swish_shift(x, b))
     assert [r.cache for r in again.last_trace.kernels] == ["disk"]
     assert "gate" not in again.last_trace.setup
@@ -111,7 +118,7 @@ def test_inside_mx_compile_the_first_call_compiles_and_dispatches_its_kernel(tmp
     placeholders that can't be evaluated. The variants are timed on arrays of their own, so the
     first call still compiles, and the compiled step keeps the kernel (not an eager fallback)."""
     x, b = arrays("inside compile", (6, 40), (40,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     step = mx.compile(lambda x, b: f(x * 2.0, b))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the compiler's failure is a warning: none may come
@@ -122,11 +129,11 @@ def test_inside_mx_compile_the_first_call_compiles_and_dispatches_its_kernel(tmp
 
 
 def test_both_decorator_forms(tmp_path):
-    @autoperfect.jit
+    @jit
     def plain(x):
         return x * 3.0
 
-    @autoperfect.jit(allow_compile=False, cache_dir=tmp_path)
+    @jit(allow_compile=False, cache_dir=tmp_path)
     def cached_only(x):
         return x * 3.0
 
@@ -146,10 +153,10 @@ def test_tuple_and_list_results_keep_their_structure(tmp_path):
         return [x * 2.0 - 1.0]
 
     (x,) = arrays("structure", (3, 9))
-    got = autoperfect.jit(pair, cache_dir=tmp_path)(x)
+    got = jit(pair, cache_dir=tmp_path)(x)
     assert isinstance(got, tuple) and len(got) == 2
     assert_close(got, pair(x))
-    f = autoperfect.jit(single_list, cache_dir=tmp_path)
+    f = jit(single_list, cache_dir=tmp_path)
     got = f(x)
     assert isinstance(got, list) and f.last_trace.kernels
     assert_close(got, single_list(x))
@@ -161,21 +168,21 @@ def test_tuple_and_list_results_keep_their_structure(tmp_path):
 ])
 def test_a_corrupted_entry_is_refused_never_loaded_and_rebuilt(tmp_path, damage, words):
     x, b = arrays("corrupt", (4, 24), (24,))
-    autoperfect.jit(swish_shift, cache_dir=tmp_path)(x, b)
+    jit(swish_shift, cache_dir=tmp_path)(x, b)
     (path,) = entry_files(tmp_path)
     path.write_text(json.dumps(damage(json.loads(path.read_text()))))
-    cached_only = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+    cached_only = jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
     with pytest.warns(kcache.CacheWarning, match=words):
         out = cached_only(x, b)
     assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
     assert not cached_only.last_trace.kernels and "compiling is off" in cached_only.last_trace.misses[0]
-    rebuilding = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    rebuilding = jit(swish_shift, cache_dir=tmp_path)
     with pytest.warns(kcache.CacheWarning, match=words):
         assert_close(rebuilding(x, b), swish_shift(x, b))
     assert [r.cache for r in rebuilding.last_trace.kernels] == ["compiled"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fresh = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+        fresh = jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
         fresh(x, b)
     assert [r.cache for r in fresh.last_trace.kernels] == ["disk"]
 
@@ -183,12 +190,12 @@ def test_a_corrupted_entry_is_refused_never_loaded_and_rebuilt(tmp_path, damage,
 def test_a_wrong_kernel_fails_the_gate_and_its_verdict_is_remembered(tmp_path, monkeypatch):
     x, b = arrays("wrong", (5, 33), (33,))
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(off_by_a_little))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     out = f(x, b)
     assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
     assert "no variant passed the gate" in f.last_trace.misses[0] and "expected" in f.last_trace.misses[0]
     monkeypatch.setattr(runtime, "provider", real_provider)
-    again = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    again = jit(swish_shift, cache_dir=tmp_path)
     again(x, b)
     assert "cached verdict: failed" in again.last_trace.misses[0]
 
@@ -206,11 +213,11 @@ def test_a_gate_child_that_cannot_start_mlx_is_retried_not_remembered(tmp_path, 
     repo = str(Path(__file__).resolve().parents[1])
     x, b = arrays("no device", (4, 40), (40,))
     monkeypatch.setenv("PYTHONPATH", f"{fake.parent}:{repo}")  # the gate's children import the fake
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path / "kernels")
+    f = jit(swish_shift, cache_dir=tmp_path / "kernels")
     assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
     assert "could not start MLX: ImportError: cudaMallocManaged" in f.last_trace.misses[0]
     monkeypatch.setenv("PYTHONPATH", repo)
-    again = autoperfect.jit(swish_shift, cache_dir=tmp_path / "kernels")
+    again = jit(swish_shift, cache_dir=tmp_path / "kernels")
     assert_close(again(x, b), swish_shift(x, b))
     assert [r.cache for r in again.last_trace.kernels] == ["compiled"], again.last_trace.describe()
 
@@ -220,19 +227,19 @@ def test_auto_compiles_for_mlxs_default_device(monkeypatch):
     arrays were handed to CPU kernels; it follows MLX's default device now."""
     from autoperfect import backends
 
-    assert autoperfect.jit(swish_shift).backend == "cpu"  # MLX computes on the CPU (on_the_cpu)
+    assert jit(swish_shift).backend == "cpu"  # MLX computes on the CPU (on_the_cpu)
     gpu = type("Device", (), {"type": mx.DeviceType.gpu})()
     monkeypatch.setattr(mx, "default_device", lambda: gpu)
     monkeypatch.setattr(backends, "missing_device", lambda name: "" if name == "cuda" else "none here")
     assert backends.for_default_device() == "cuda"
-    assert autoperfect.jit(swish_shift, backend="cpu").backend == "cpu"
+    assert jit(swish_shift, backend="cpu").backend == "cpu"
     monkeypatch.setattr(backends, "missing_device", lambda name: "none here")
     assert backends.for_default_device() == "cpu"
 
 def test_a_crashing_kernel_is_a_verdict_not_a_crash(tmp_path, monkeypatch):
     x, b = arrays("crash", (3, 17), (17,))
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
     assert "crashed with SIGSEGV" in f.last_trace.misses[0]
 
@@ -248,7 +255,7 @@ def test_the_variants_share_a_child_and_a_crash_is_the_verdict_of_the_variant_th
     first, *others = [c.variant for c in real_provider("compiler").generate(k, "cpu")]
     assert others
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write, first_only=True))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (region,) = f.last_trace.kernels
     assert region.variant in others
@@ -263,7 +270,7 @@ def test_a_hang_in_the_shared_child_is_the_hanging_variants_verdict_alone(tmp_pa
     (a verdict marked retry: not remembered) and the others still pass."""
     x, b = arrays("one hangs", (6, 50), (50,))
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(endless_loop, first_only=True))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path, timeout_s=4)
+    f = jit(swish_shift, cache_dir=tmp_path, timeout_s=4)
     assert_close(f(x, b), swish_shift(x, b))
     (region,) = f.last_trace.kernels
     (entry,) = [json.loads(p.read_text()) for p in entry_files(tmp_path)]
@@ -293,7 +300,7 @@ def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(t
         runtime.trace(rows_and_sums, [("x", (6, 20), "float32")])).kernels]
     assert len(names) == 2
     monkeypatch.setattr(runtime, "provider", lambda name: Mutating(off_by_a_little, {names[0]}))
-    f = autoperfect.jit(rows_and_sums, cache_dir=tmp_path)
+    f = jit(rows_and_sums, cache_dir=tmp_path)
     assert_close(f(x), rows_and_sums(x))
     ran = {r.runs for r in f.last_trace.regions}
     assert ran == {"mlx", names[1]}
@@ -305,10 +312,10 @@ def test_what_the_compiler_cannot_take_runs_eagerly_and_says_why(tmp_path):
         return mx.argsort(a, axis=-1).astype(mx.float32) + b
 
     a, b = arrays("unsupported", (4, 4), (4, 4))
-    f = autoperfect.jit(ranks, cache_dir=tmp_path)
+    f = jit(ranks, cache_dir=tmp_path)
     assert np.array_equal(np.array(f(a, b)), np.array(ranks(a, b)))
     assert "mx.argsort is not supported" in f.last_trace.eager
-    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    g = jit(swish_shift, cache_dir=tmp_path)
     assert np.array_equal(np.array(g(a, 2.0)), np.array(swish_shift(a, 2.0)))
     assert "argument 1 is a float" in g.last_trace.eager
     assert g.stats()["eager_calls"] == 1 and entry_files(tmp_path) == []
@@ -316,7 +323,7 @@ def test_what_the_compiler_cannot_take_runs_eagerly_and_says_why(tmp_path):
 
 def test_a_kernel_that_fails_at_run_time_sends_its_signature_back_to_mlx(tmp_path, monkeypatch):
     x, b = arrays("runtime-failure", (4, 16), (16,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     f(x, b)
     assert f.last_trace.kernels
 
@@ -331,7 +338,7 @@ def test_a_kernel_that_fails_at_run_time_sends_its_signature_back_to_mlx(tmp_pat
 
 
 def test_the_trace_describes_every_region_and_each_signature_is_planned_once(tmp_path):
-    f = autoperfect.jit(rows_and_sums, cache_dir=tmp_path)
+    f = jit(rows_and_sums, cache_dir=tmp_path)
     for rows in (3, 5, 3):
         (x,) = arrays(f"signatures{rows}", (rows, 12))
         assert_close(f(x), rows_and_sums(x))
@@ -348,7 +355,7 @@ def test_a_failure_inside_the_compiler_warns_and_runs_eagerly(tmp_path, monkeypa
 
     monkeypatch.setattr(runtime, "key_for", broken_key)
     x, b = arrays("compiler-failure", (2, 8), (8,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     with pytest.warns(RuntimeWarning, match="cache disk went away"):
         out = f(x, b)
     assert np.array_equal(np.array(out), np.array(swish_shift(x, b)))
@@ -437,7 +444,7 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
 
     monkeypatch.setattr(runtime, "quick_gate", recording)
     x, b = arrays("ranked", (32, 64), (64,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (everything,) = gated
     assert len(everything) > runtime.RANKED
@@ -446,7 +453,7 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
     fastest = sorted(timed["median_s"], key=timed["median_s"].get)[:runtime.RANKED]
 
     (x2,) = arrays("ranked-2", (48, 64))
-    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    g = jit(swish_shift, cache_dir=tmp_path)
     assert_close(g(x2, b), swish_shift(x2, b))
     assert gated[1] == sorted(fastest) and g.last_trace.kernels[0].variant in fastest
     entry = kcache.Cache(tmp_path).lookup(kcache.key_for(runtime.front_of(runtime.trace(
@@ -457,7 +464,7 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
 
     fail_first.append(3)  # the next call's first gate: its ranked variants fail
     (x3,) = arrays("ranked-3", (40, 64))
-    h = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    h = jit(swish_shift, cache_dir=tmp_path)
     assert_close(h(x3, b), swish_shift(x3, b))
     assert len(gated[2]) == runtime.RANKED and sorted(gated[2] + gated[3]) == everything
     assert h.last_trace.kernels[0].variant in gated[3]
@@ -480,7 +487,7 @@ def test_a_backend_that_prepares_gets_each_gated_groups_libraries_at_the_gates_l
                         lambda k, libs, launches: events.append(("prepare", sorted(libs), launches)), raising=False)
     monkeypatch.setattr(runtime, "quick_gate", gate)
     x, b = arrays("prepared", (32, 64), (64,))
-    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    f = jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
     (kind, libs, launches), (gated, those) = events
     assert (kind, gated) == ("prepare", "gate") and libs == those and len(libs) > runtime.RANKED
@@ -489,7 +496,7 @@ def test_a_backend_that_prepares_gets_each_gated_groups_libraries_at_the_gates_l
     events.clear()
     fail.append(True)
     (x2,) = arrays("prepared-2", (48, 64))
-    g = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    g = jit(swish_shift, cache_dir=tmp_path)
     assert_close(g(x2, b), swish_shift(x2, b))
     kinds = [e[0] for e in events]
     assert kinds == ["prepare", "gate", "prepare", "gate"]
@@ -511,3 +518,82 @@ def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypa
     assert runtime._key_workers(draws) == 2
     monkeypatch.setattr(runtime.bench, "available_bytes", lambda: need)
     assert runtime._key_workers(draws) == 1
+
+
+def slowed_program(monkeypatch, seconds: float) -> list:
+    """The plan's program made `seconds` slower per call (a verified kernel MLX beats); returns the
+    list each call of it appends to."""
+    real, calls = runtime.program, []
+
+    def program(f, loaded):
+        run = real(f, loaded)
+
+        def call(*args):
+            calls.append(1)
+            time.sleep(seconds)
+            return run(*args)
+        return call
+    monkeypatch.setattr(runtime, "program", program)
+    return calls
+
+
+def test_a_signature_whose_kernels_mlx_beats_runs_as_mlx_and_says_by_how_much(tmp_path, monkeypatch):
+    slowed_program(monkeypatch, 0.003)
+    x, b = arrays("race lost", (6, 40), (40,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    trace = f.last_trace
+    assert not trace.kernels and "race" in trace.setup, trace.describe()
+    assert trace.eager.startswith("MLX's own ops were faster at these shapes")
+    assert all(r.why == trace.eager for r in trace.regions)
+    assert trace.race["kernels_s"] > 0.003 > trace.race["mlx_s"] and trace.race["ci95"][1] < 1
+    assert "raced against MLX's own ops" in trace.describe()
+    assert_close(f(x, b), swish_shift(x, b))
+    assert f.last_trace.eager == trace.eager and not f.last_trace.race  # decided once per signature
+    assert f.stats()["eager_calls"] == 2 and list(f.stats()["races"].values()) == [trace.race]
+    # the kernel stays verified in the cache: it lost a race at these shapes, not the judge's checks
+    kept = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False, race=False)
+    assert_close(kept(x, b), swish_shift(x, b))
+    assert [r.cache for r in kept.last_trace.kernels] == ["disk"] and not kept.last_trace.race
+
+
+def test_a_race_mlx_loses_by_far_is_settled_by_a_call_each(tmp_path):
+    def slow_in_mlx(x, b):
+        time.sleep(0.02)  # in the function itself: its MLX ops, never the kernel
+        return (x + b) * mx.tanh(x + b) - 0.5
+
+    x, b = arrays("race won", (6, 40), (40,))
+    f = autoperfect.jit(slow_in_mlx, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    trace = f.last_trace
+    assert [r.cache for r in trace.kernels] == ["compiled"] and not trace.eager
+    assert trace.race["rounds"] == 1 and trace.race["mlx_s"] > runtime.CLEAR_LEAD * trace.race["kernels_s"]
+    assert "one call each" in trace.describe()
+
+
+def test_the_race_and_the_variants_are_timed_as_the_backend_says(tmp_path, monkeypatch):
+    """A GPU backend's TIMING (cuda.TIMING: calls queued per sample, the device's time per call) sets
+    how the first call times the variants and the race; a backend without one times a call per sample."""
+    assert runtime.timing(cpu) == (runtime.contenders.VARIANT_ROUNDS, 1)
+    from autoperfect.backends import cuda, metal
+    assert runtime.timing(cuda) == runtime.timing(metal) == (cuda.TIMING["rounds"], cuda.TIMING["pipeline"]) \
+        and cuda.TIMING["pipeline"] > 1
+    monkeypatch.setattr(cpu, "TIMING", {"rounds": 3, "pipeline": 4}, raising=False)
+    chosen = []
+    real = runtime.contenders.choose_variants
+
+    def choose(*args, **kw):
+        chosen.append((kw["rounds"], kw["pipeline"]))
+        return real(*args, **kw)
+    monkeypatch.setattr(runtime.contenders, "choose_variants", choose)
+    calls = slowed_program(monkeypatch, 0.0)
+    x, b = arrays("race timing", (6, 40), (40,))
+    f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    assert chosen == [(3, 4)]
+    race = f.last_trace.race
+    assert (race["rounds"], race["queued"]) in ((3, 4), (1, 4))
+    # the first call queued, then a warm-up and 3 rounds of 4 unless the first call settled it; then
+    # the user's call, if the kernels won
+    raced = 4 if race["rounds"] == 1 else 4 * (1 + 1 + 3)
+    assert len(calls) == raced + (0 if f.last_trace.eager else 1)

@@ -27,7 +27,7 @@ from ..kernel_ir import KernelIR
 from ..ops import Op
 from .cfamily import BINARY, UNARY, GpuSchedule, SimtRenderer
 from .cpu import Build, default_cache_dir
-from .cuda import ELEMENTWISE, check_templates, kernel_name
+from .cuda import ELEMENTWISE, TIMING, check_templates, kernel_name  # TIMING: a GPU's, as CUDA's
 from .cuda import Kernel as CudaKernel
 
 NAME = "metal"
