@@ -57,7 +57,8 @@ def _first_call(f, arrays) -> dict:
     t = f.last_trace
     return {"seconds": time.perf_counter() - start, "setup_s": t.setup,
             "kernels": [{"kernel": r.runs, "cache": r.cache, "variant": r.variant, "dispatch": r.dispatch}
-                        for r in t.kernels], "misses": list(t.misses) + ([t.eager] if t.eager else [])}
+                        for r in t.kernels], "misses": list(t.misses) + ([t.eager] if t.eager else []),
+            "race": t.race}
 
 
 def _direct_program(spec: OpSpec, cache: Cache, backend: str):

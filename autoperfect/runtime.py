@@ -502,13 +502,15 @@ class Jit:
             # pays more than its later ones, which only keeps the kernels), and MLX's slow ops at a
             # large shape (60 ms a softmax of 16 MB on a CPU) would cost a call from disk a second
             plan.race = {"kernels_s": first["kernels"] / queued, "mlx_s": first["mlx"] / queued, "rounds": 1,
-                         "queued": queued, "median": first["mlx"] / first["kernels"], "ci95": None}
+                         "queued": queued, "median": first["mlx"] / first["kernels"], "ci95": None,
+                         "mlx_runs": False}
             return
         samples = bench.time_interleaved(calls, 1, rounds, seed)
         ratio = bench.speedup(samples["kernels"], samples["mlx"], seed)
         kern, mlx = (float(np.median(samples[n])) / queued for n in ("kernels", "mlx"))
-        plan.race = {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio}
-        if ratio["ci95"][1] < 1:
+        plan.race = {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio,
+                     "mlx_runs": ratio["ci95"][1] < 1}
+        if plan.race["mlx_runs"]:
             lo, hi = ratio["ci95"]
             plan.eager = (f"MLX's own ops were faster at these shapes: {mlx * 1e6:.1f} us a call against "
                           f"the kernels' {kern * 1e6:.1f} us ({ratio['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
