@@ -360,6 +360,46 @@ def test_gpu_judge_path_catches_a_broken_kernel(breakage, words, workdir):
         guarded_call(OnMlx(Emulated(k, broken, "cuda", workdir)), k, ins)
 
 
+class Crafted(cuda.Kernel):
+    """cuda.Kernel whose two fill runs return crafted outputs: `write(run, out)` edits the run's
+    output (numpy, fence included) after the right values went in; run_numpy's device-side checks
+    and what it copies back, tested without a GPU."""
+
+    def __init__(self, k, write):
+        self.k, self.write, self.runs = k, write, 0
+        self.out_dtypes = [a.dtype for a in k.outputs]
+        self._launches = {}
+
+    def __call__(self, inputs, launch=None, out_shapes=None, init=None):
+        a, b, c = (np.array(x) for x in inputs)
+        out = np.full(out_shapes[0], init, np.float32)
+        out[:a.size] = (a * b + c) * a - b
+        self.write(self.runs, out)
+        self.runs += 1
+        return [mx.array(out)]
+
+
+@pytest.mark.parametrize("write, words", [
+    (lambda run, out: None, None),
+    # left at each run's fill: poisoned there alone, which the judge names
+    (lambda run, out: out.__setitem__(5, float(run)), r"left output out0 element \[5\] unwritten "
+     r"\(shape \[1031\], 1 elements\)"),
+    (lambda run, out: out.__setitem__(1031 + 2, 7.0) if run else None,
+     r"wrote out of bounds after output out0 \(shape \[1031\], 3 elements away\)"),
+    (lambda run, out: out.__setitem__(7, 9.0) if run else None, "differs between two runs"),
+])
+def test_the_gpu_judge_path_checks_on_the_device_and_returns_what_was_written(write, words):
+    k = kernels(SPECS["chain"].with_shapes({"a": (1031,), "b": (1031,), "c": (1031,)}))[0]
+    ins = [np.random.default_rng(seed_for("crafted", str(i))).standard_normal(1031).astype(np.float32)
+           for i in range(3)]
+    want = (ins[0] * ins[1] + ins[2]) * ins[0] - ins[1]
+    if words:
+        with pytest.raises(IntegrityError, match=words):
+            guarded_call(Crafted(k, write), k, ins)
+        return
+    assert np.array_equal(guarded_call(Crafted(k, write), k, ins)[0], want)
+
+
 # -- the GPU run's pieces --------------------------------------------------------------------------
 
 

@@ -404,11 +404,11 @@ def missing_device() -> str:
     return "" if available() else "MLX sees no CUDA GPU (mx.cuda.is_available() is False)"
 
 
-def _bits(a) -> np.ndarray:
-    """An evaluated MLX array's storage as unsigned integers of its item size (bit for bit)."""
+def _bits(a):
+    """An MLX array's storage as unsigned integers of its item size (bit for bit), flat, on its device."""
     import mlx.core as mx
 
-    return np.array(a.view({4: mx.uint32, 2: mx.uint16, 1: mx.uint8}[a.itemsize])).reshape(-1)
+    return a.view({4: mx.uint32, 2: mx.uint16, 1: mx.uint8}[a.itemsize]).reshape(-1)
 
 
 def _device(buffer: np.ndarray, dtype: str):
@@ -504,28 +504,45 @@ class Kernel:
         """Run on the judge's numpy buffers (inputs, then poisoned outputs). The outputs are made on
         the device with CANARY elements of fence after each, filled with 0, then 1, in two runs: an
         element both runs left at its fill stays poisoned here, and a changed fence or input, or
-        two runs that disagree, is an IntegrityError."""
+        two runs that disagree, is an IntegrityError. The checks run on the device, bit for bit
+        against the fills and a copy of the inputs, so only the first run's outputs come back (at
+        32768x4096 on the H200, copying every run's outputs and the inputs back and comparing them
+        here took 41 of the gate's 115 s: docs/h200/run11)."""
         import mlx.core as mx
 
         n_in = len(self.k.inputs)
         ins = [_device(b, a.dtype) for b, a in zip(buffers[:n_in], self.k.inputs)]
+        kept = [_device(b, a.dtype) for b, a in zip(buffers[:n_in], self.k.inputs)]  # buffers of their own
         sizes = [math.prod(s) for s in launch.out_shapes]
         runs = []
         for fill in (0.0, 1.0):
             outs = self(ins, launch, [(n + CANARY,) for n in sizes], fill)
             mx.eval(outs)
-            runs.append([(_bits(o), _bits(mx.full((1,), fill, o.dtype))[0]) for o in outs])
-        for j, (x, b) in enumerate(zip(ins, buffers[:n_in])):
-            if not np.array_equal(_bits(x), np.ascontiguousarray(b).reshape(-1).view(_bits(x).dtype)):
+            runs.append([(_bits(o), _bits(mx.full((1,), fill, o.dtype))) for o in outs])
+        touched = [mx.any(_bits(x) != _bits(y)) for x, y in zip(ins, kept)]
+        checks = []
+        for n, (a, fa), (b, fb) in zip(sizes, *runs):
+            fence = (a[n:] != fa) | (b[n:] != fb)
+            unwritten = (a[:n] == fa) & (b[:n] == fb)
+            checks.append((fence, unwritten, mx.any(fence), mx.any(unwritten),
+                           mx.any((a[:n] != b[:n]) & ~unwritten)))
+        mx.eval(touched, [c[2:] for c in checks])
+        for j, changed in enumerate(touched):
+            if changed.item():
                 raise IntegrityError(f"kernel {self.k.name} wrote into its input {self.k.inputs[j].name}")
-        for arg, n, buf, (a, fa), (b, fb) in zip(self.k.outputs, sizes, buffers[n_in:], *runs):
-            if np.any(a[n:] != fa) or np.any(b[n:] != fb):
-                off = int(np.argmax((a[n:] != fa) | (b[n:] != fb)))
+        for arg, n, buf, (a, _), (fence, unwritten, beyond, some_unwritten, differs) in zip(
+                self.k.outputs, sizes, buffers[n_in:], runs[0], checks):
+            if beyond.item():
+                off = mx.argmax(fence.astype(mx.uint8)).item()
                 raise IntegrityError(f"kernel {self.k.name} wrote out of bounds after output {arg.name} "
                                      f"(shape {list(buf.shape)}, {off + 1} elements away)")
-            unwritten = (a[:n] == fa) & (b[:n] == fb)
-            if np.any((a[:n] != b[:n]) & ~unwritten):
+            if differs.item():
                 raise IntegrityError(f"kernel {self.k.name}: output {arg.name} differs between two runs on "
                                      "the same inputs (nondeterminism or a race)")
             dst = buf.reshape(-1).view(POISON[arg.dtype][0])
-            dst[~unwritten] = a[:n][~unwritten]
+            got = np.array(a[:n])
+            if some_unwritten.item():  # those stay poisoned, for the judge to name
+                written = ~np.array(unwritten)
+                dst[written] = got[written]
+            else:
+                dst[:] = got

@@ -1,0 +1,79 @@
+"""What one call of a small op costs on MLX's default device, layer by layer: MLX's own op, the
+backend's raw custom-kernel call (cuda: mx.fast.precompiled_cuda_kernel with its arguments made
+once), the loaded kernel (`Kernel.__call__`), the op's program, and autoperfect.jit. Each is timed
+two ways in shuffled rounds: the host's time to build a call's graph without evaluating it
+(1000 calls, evaluated afterwards; 7 rounds), and ten calls queued and waited for once, per call:
+
+    python scripts/dispatch_cost.py 1x4096 64x4096
+"""
+import sys
+import tempfile
+import time
+
+import mlx.core as mx
+import numpy as np
+
+import autoperfect
+from autoperfect import backends, bench, contenders
+from autoperfect.generate import provider
+from autoperfect.pipeline import program
+from autoperfect.runtime import front_of
+from autoperfect.trace import trace
+
+
+def softmax(x):
+    return mx.softmax(x, axis=-1)
+
+
+def host(call, n=1000):
+    """Seconds a call spends on the host building its graph (evaluated after the clock stops)."""
+    outs = []
+    start = time.perf_counter()
+    for _ in range(n):
+        outs.append(call())
+    took = (time.perf_counter() - start) / n
+    mx.eval(outs)
+    return took
+
+
+backend = backends.for_default_device()
+be = backends.get(backend)
+print("backend", backend, "device", mx.default_device(), flush=True)
+for size in sys.argv[1:]:
+    shape = tuple(int(n) for n in size.split("x"))
+    x = mx.random.normal(shape)
+    mx.eval(x)
+    f = front_of(trace(softmax, [("x", shape, "float32")]))
+    (k,) = [k for k in f.kernels if k is not None]
+    cand = provider("compiler").generate(k, backend)[0]
+    built = be.build(cand.source)
+    assert built.ok, built.log
+    kern = be.Kernel(k, built.library)
+    prog = program(f, {k.name: kern})
+    jitted = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False)
+    mx.eval(jitted(x), prog(x), kern([x]))
+    calls = {"mlx": lambda: softmax(x), "kernel": lambda: kern([x])[0], "program": lambda: prog(x),
+             "jit": lambda: jitted(x)}
+    if backend == "cuda" and kern.fn is None:
+        args = kern.launch_args(k.launch)
+        entry, cubin = kern._instances[k.launch]
+        raw = dict(name=entry, compiled_source=cubin, output_shapes=args["output_shapes"],
+                   output_dtypes=kern.out_dtypes, scalars=[], grid=args["grid"], threadgroup=args["threadgroup"],
+                   ensure_row_contiguous=True)
+        calls["raw"] = lambda: mx.fast.precompiled_cuda_kernel(inputs=[x], **raw)[0]
+        calls["raw_no_contiguity"] = lambda: mx.fast.precompiled_cuda_kernel(
+            inputs=[x], **{**raw, "ensure_row_contiguous": False})[0]
+        be.Kernel.precompiles = classmethod(lambda cls: False)  # MLX's cuda_kernel (NVRTC) instead
+        nvrtc = be.Kernel(k, built.library)
+        mx.eval(nvrtc([x]))
+        calls["nvrtc_kernel"] = lambda: nvrtc([x])[0]
+    hosted = {n: [] for n in calls}
+    rng = np.random.default_rng(1)
+    for _ in range(7):
+        for n in rng.permutation(list(calls)):
+            hosted[n].append(host(calls[n]))
+    queued = bench.time_interleaved({n: contenders.pipelined(lambda c=c: c(), (), 10) for n, c in calls.items()},
+                                    3, 31, 2)
+    print(size, "host us a call (graph only):", {n: round(float(np.median(s)) * 1e6, 2) for n, s in hosted.items()})
+    print(size, "10 queued, us a call:", {n: round(float(np.median(s)) / 10 * 1e6, 2) for n, s in queued.items()},
+          flush=True)
