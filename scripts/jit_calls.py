@@ -1,7 +1,9 @@
 """autoperfect.jit's first and warm calls on MLX's default device, for RMSNorm and softmax at the
 shapes given (rows x cols), each first call's setup split as the trace records it:
 
-    python scripts/jit_calls.py 4096x4096 32768x4096
+    python scripts/jit_calls.py 4096x4096 32768x4096 [rmsnorm] [softmax]
+
+(naming a function times it alone).
 """
 import sys
 import tempfile
@@ -22,9 +24,13 @@ def rmsnorm(x, w):
     return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w
 
 
-for size in sys.argv[1:]:
+sizes = [a for a in sys.argv[1:] if "x" in a]
+names = [a for a in sys.argv[1:] if "x" not in a] or ["rmsnorm", "softmax"]
+for size in sizes:
     rows, cols = (int(n) for n in size.split("x"))
     for fn, shapes in ((rmsnorm, [(rows, cols), (cols,)]), (softmax, [(rows, cols)])):
+        if fn.__name__ not in names:
+            continue
         args = [mx.random.normal(s) for s in shapes]
         mx.eval(*args)
         f = autoperfect.jit(fn, cache_dir=tempfile.mkdtemp())
