@@ -676,7 +676,8 @@ def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str 
     already holds; `cache_dir` defaults to $AUTOPERFECT_CACHE/kernels (~/.cache/autoperfect/kernels);
     `timeout_s` bounds each gate's child; `race=False` keeps a signature's verified kernels without
     timing them against the function's own MLX ops on its first call (by default a signature whose
-    kernels MLX beats there runs as MLX, and its trace says so).
+    kernels MLX beats there runs as MLX, and its trace says so; the race calls the function a few
+    dozen times more on that first call, so it should be free of side effects, as for mx.compile).
     """
     def wrap(f: Callable) -> Jit:
         return Jit(f, allow_compile, backend, cache_dir, timeout_s, race)
