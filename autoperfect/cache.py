@@ -214,6 +214,25 @@ class Cache:
         known[key.digest()] = {"dims": list(kernel.launch.dims), "median_s": dict(medians)}
         artifacts.write_json(path, {"kernel": kernel.name, "launches": known})
 
+    # -- recorded races --------------------------------------------------------------------------
+    # The runtime's race of a plan against the function's own MLX ops (runtime.Jit._race), by a digest
+    # of the traced function at its signature, the kernels and variants the plan runs and the chip:
+    # `races/<digest>.json`, so a first call from disk reuses the outcome instead of timing again.
+    # A hint like the timings: one unreadable or lost is raced anew.
+
+    def race(self, backend: str, digest: str) -> dict | None:
+        try:
+            record = json.loads((self.current_dir(backend) / "races" / f"{digest}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        race = record.get("race") if isinstance(record, dict) else None
+        fields = ("kernels_s", "mlx_s", "mlx_runs")
+        return race if isinstance(race, dict) and all(f in race for f in fields) else None
+
+    def store_race(self, backend: str, digest: str, race: dict) -> None:
+        artifacts.write_json(str(self.current_dir(backend) / "races" / f"{digest}.json"),
+                             {"digest": digest, "race": race, "stored_at": bench.measured_at()})
+
     def _store_library(self, key: Key, library: str | None) -> dict:
         if library is None:
             return {"file": "", "sha256": ""}

@@ -16,7 +16,9 @@ ran in MLX; `f.stats()` sums them up.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
+import json
 import math
 import os
 import resource
@@ -31,7 +33,7 @@ import numpy as np
 
 from . import backends, bench, contenders, judge, static
 from .backends.cfamily import Unsupported
-from .cache import Cache, key_for
+from .cache import Cache, chip, key_for
 from .canon import canonicalize
 from .dtypes import from_mlx
 from .fuse import fuse
@@ -257,7 +259,8 @@ class CallTrace:
             r = self.race
             interval = f" [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]" if r["ci95"] else ", one call each"
             lines.append(f"  raced against MLX's own ops: kernels {r['kernels_s'] * 1e6:.1f} us, MLX "
-                         f"{r['mlx_s'] * 1e6:.1f} us a call ({r['median']:.2f}x{interval})")
+                         f"{r['mlx_s'] * 1e6:.1f} us a call ({r['median']:.2f}x{interval})"
+                         + (", as recorded in the cache" if r.get("recorded") else ""))
         return "\n".join(lines + ["  " + r.describe() for r in self.regions])
 
 
@@ -357,6 +360,14 @@ def _timing_arrays(args: tuple) -> list:
 
 
 CLEAR_LEAD = 2.0  # a first call of MLX's ops this many times the kernels' settles the race (Jit._race)
+
+
+def race_digest(traced: Graph, plan: Plan, backend: str) -> str:
+    """What a race's outcome belongs to: the traced function at its signature (its MLX side), the
+    kernels and variants its plan runs (their side), the backend and the chip."""
+    ran = [[r.runs, r.variant] for r in plan.regions if r.runs != "mlx"]
+    body = json.dumps([traced.digest(), ran, backend, chip()])
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def timing(be) -> tuple[int, int]:
@@ -481,16 +492,35 @@ class Jit:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
         plan = self._plan(f, found, why, structure)
         if self.race and plan.run is not None:
-            self._race(plan, args)
+            self._race(plan, f.traced, args)
             lap("race")
         return plan, setup
 
-    def _race(self, plan: Plan, args: tuple) -> None:
+    def _race(self, plan: Plan, traced: Graph, args: tuple) -> None:
         """The plan's kernels against the function itself (MLX's own ops) on the call's arrays, timed
         as the backend times variants (`timing`). Where MLX is faster, its interval clear of 1, the
         signature runs as MLX and its trace says by how much: a kernel that is verified but slower
         at these shapes (a call too short for its dispatch to pay off) is not what the user wants.
-        The runtime's own cost per call (a few microseconds) is left out of the kernels' side."""
+        The runtime's own cost per call (a few microseconds) is left out of the kernels' side. The
+        outcome is kept in the cache (`Cache.store_race`), by the traced function, the plan's
+        kernels and variants and the chip, and a later first call of the same plan reuses it."""
+        digest = race_digest(traced, plan, self.backend)
+        recorded = self.cache.race(self.backend, digest)
+        if recorded is not None:
+            plan.race = {**recorded, "recorded": True}
+        else:
+            plan.race = self._timed_race(plan, args)
+            self.cache.store_race(self.backend, digest, plan.race)
+        if plan.race["mlx_runs"]:
+            r = plan.race
+            lo, hi = r["ci95"]
+            plan.eager = (f"MLX's own ops were faster at these shapes: {r['mlx_s'] * 1e6:.1f} us a call against "
+                          f"the kernels' {r['kernels_s'] * 1e6:.1f} us ({r['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
+            plan.run = None
+            plan.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=plan.eager)
+                                 for r in plan.regions)
+
+    def _timed_race(self, plan: Plan, args: tuple) -> dict:
         rounds, queued = timing(backends.get(self.backend))
         arrays = _timing_arrays(args)
         seed = seed_for(getattr(self.fn, "__name__", "fn"), "race")
@@ -501,22 +531,13 @@ class Jit:
             # decided by a first call each: a race MLX loses by that much it can't win (its first call
             # pays more than its later ones, which only keeps the kernels), and MLX's slow ops at a
             # large shape (60 ms a softmax of 16 MB on a CPU) would cost a call from disk a second
-            plan.race = {"kernels_s": first["kernels"] / queued, "mlx_s": first["mlx"] / queued, "rounds": 1,
-                         "queued": queued, "median": first["mlx"] / first["kernels"], "ci95": None,
-                         "mlx_runs": False}
-            return
+            return {"kernels_s": first["kernels"] / queued, "mlx_s": first["mlx"] / queued, "rounds": 1,
+                    "queued": queued, "median": first["mlx"] / first["kernels"], "ci95": None, "mlx_runs": False}
         samples = bench.time_interleaved(calls, 1, rounds, seed)
         ratio = bench.speedup(samples["kernels"], samples["mlx"], seed)
         kern, mlx = (float(np.median(samples[n])) / queued for n in ("kernels", "mlx"))
-        plan.race = {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio,
-                     "mlx_runs": ratio["ci95"][1] < 1}
-        if plan.race["mlx_runs"]:
-            lo, hi = ratio["ci95"]
-            plan.eager = (f"MLX's own ops were faster at these shapes: {mlx * 1e6:.1f} us a call against "
-                          f"the kernels' {kern * 1e6:.1f} us ({ratio['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
-            plan.run = None
-            plan.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=plan.eager)
-                                 for r in plan.regions)
+        return {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio,
+                "mlx_runs": ratio["ci95"][1] < 1}
 
     def _alternate(self, traced: Graph) -> list[Graph]:
         """The traced graph at a small shape with the same structure: the first of judge.alt_shapes

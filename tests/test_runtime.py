@@ -543,7 +543,7 @@ def slowed_program(monkeypatch, seconds: float) -> list:
 
 
 def test_a_signature_whose_kernels_mlx_beats_runs_as_mlx_and_says_by_how_much(tmp_path, monkeypatch):
-    slowed_program(monkeypatch, 0.003)
+    calls = slowed_program(monkeypatch, 0.003)
     x, b = arrays("race lost", (6, 40), (40,))
     f = autoperfect.jit(swish_shift, cache_dir=tmp_path)
     assert_close(f(x, b), swish_shift(x, b))
@@ -560,6 +560,20 @@ def test_a_signature_whose_kernels_mlx_beats_runs_as_mlx_and_says_by_how_much(tm
     kept = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False, race=False)
     assert_close(kept(x, b), swish_shift(x, b))
     assert [r.cache for r in kept.last_trace.kernels] == ["disk"] and not kept.last_trace.race
+    # a later first call of the same plan reuses the race's outcome from the cache: no timing, MLX runs
+    before = len(calls)
+    again = autoperfect.jit(swish_shift, cache_dir=tmp_path, allow_compile=False)
+    assert_close(again(x, b), swish_shift(x, b))
+    assert len(calls) == before and again.last_trace.eager == trace.eager
+    assert again.last_trace.race == {**trace.race, "recorded": True}
+    assert "as recorded in the cache" in again.last_trace.describe()
+    # another function with the same kernel (the same fused region) is raced on its own
+    def written_apart(x, b):
+        h = x + b
+        return h * mx.tanh(h) - 0.5
+    other = autoperfect.jit(written_apart, cache_dir=tmp_path, allow_compile=False)
+    assert_close(other(x, b), swish_shift(x, b))
+    assert not other.last_trace.race.get("recorded") and len(calls) > before
 
 
 def test_a_race_mlx_loses_by_far_is_settled_by_a_call_each(tmp_path):
@@ -574,6 +588,10 @@ def test_a_race_mlx_loses_by_far_is_settled_by_a_call_each(tmp_path):
     assert [r.cache for r in trace.kernels] == ["compiled"] and not trace.eager
     assert trace.race["rounds"] == 1 and trace.race["mlx_s"] > runtime.CLEAR_LEAD * trace.race["kernels_s"]
     assert "one call each" in trace.describe()
+    again = autoperfect.jit(slow_in_mlx, cache_dir=tmp_path, allow_compile=False)
+    assert_close(again(x, b), swish_shift(x, b))
+    assert [r.cache for r in again.last_trace.kernels] == ["disk"]
+    assert again.last_trace.race == {**trace.race, "recorded": True}
 
 
 def test_the_race_and_the_variants_are_timed_as_the_backend_says(tmp_path, monkeypatch):
