@@ -8,9 +8,9 @@ or a hang is a verdict), each kernel judged with every other region left to MLX,
 belongs to one region. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
 a kernel that fails when called turns its signature back to eager MLX: nothing that did not pass the
 judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
-the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a `CallTrace` (`f.last_trace`) saying which region ran which
-kernel, where it came from, how long it took, the user's source lines it computes, and why anything
-ran in MLX; `f.stats()` sums them up.
+the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a
+`CallTrace` (`f.last_trace`) saying which region ran which kernel, where it came from, how long it
+took, the user's source lines it computes, and why anything ran in MLX; `f.stats()` sums them up.
 """
 
 from __future__ import annotations
@@ -276,6 +276,11 @@ class Plan:
     times: list = field(default_factory=list)  # (kernel name, seconds) of the call in progress
     race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
 
+    def to_mlx(self, why: str) -> None:
+        """Run the signature as eager MLX from now on, every kernel region saying `why`."""
+        self.run, self.eager = None, why
+        self.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=why) for r in self.regions)
+
 
 class _Timed:
     """A loaded kernel that records how long each call took into its plan."""
@@ -446,8 +451,7 @@ class Jit:
             try:
                 out = _shaped(plan.run(*args), plan.structure)
             except Exception as e:  # a kernel that fails now fails for good: this signature goes eager
-                plan.run, plan.eager = None, f"a kernel failed at run time ({type(e).__name__}: {e})"
-                plan.regions = tuple(replace(r, runs="mlx", why=plan.eager) for r in plan.regions)
+                plan.to_mlx(f"a kernel failed at run time ({type(e).__name__}: {e})")
                 out = self.fn(*args)
         self._note(start, sig, plan, setup, memory=first is None)
         return out
@@ -514,11 +518,8 @@ class Jit:
         if plan.race["mlx_runs"]:
             r = plan.race
             lo, hi = r["ci95"]
-            plan.eager = (f"MLX's own ops were faster at these shapes: {r['mlx_s'] * 1e6:.1f} us a call against "
-                          f"the kernels' {r['kernels_s'] * 1e6:.1f} us ({r['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
-            plan.run = None
-            plan.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=plan.eager)
-                                 for r in plan.regions)
+            plan.to_mlx(f"MLX's own ops were faster at these shapes: {r['mlx_s'] * 1e6:.1f} us a call against "
+                        f"the kernels' {r['kernels_s'] * 1e6:.1f} us ({r['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
 
     def _timed_race(self, plan: Plan, args: tuple) -> dict:
         rounds, queued = timing(backends.get(self.backend))
