@@ -188,6 +188,13 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
     # program called as is (autoperfect.jit's path) is timed beside it as `kernel_uncompiled`
     lazy = {"kernel": mx.compile(program(f, loaded)), "kernel_uncompiled": program(f, loaded), "mlx_eager": fn,
             "mlx_compile": mx.compile(fn)}
+    if any(k.dispatch == "native" for k in loaded.values()):
+        # the same instances launched by MLX's precompiled_cuda_kernel instead of our primitive, in
+        # mx.compile as the kernel is: what the primitive's dispatch is worth, in the same rounds
+        via_mlx = {n: cuda.Kernel(k.k, variants[n][choice[n]["chosen"]]) for n, k in loaded.items()}
+        for k in via_mlx.values():
+            k.ext = None
+        lazy["kernel_via_mlx"] = mx.compile(program(f, via_mlx))
     fast = contenders.fast_baseline(spec)
     if fast is not None:
         lazy["mlx_fast"] = fast

@@ -31,15 +31,27 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "native"
 SOURCES = ("CMakeLists.txt", "kernel_op.cpp")
 MODULE = "_kernel_op"
+
+
+class Extension(NamedTuple):
+    """One extension: its module, its sources' folder under SOURCE_DIR, and those sources."""
+    module: str
+    folder: str
+    sources: tuple[str, ...]
+
+
+CPU = Extension(MODULE, "", SOURCES)
+# MLX's CUDA build only: generated CUDA kernels' nvcc instances as MLX ops (native/cuda/kernel_op.cpp)
+CUDA = Extension("_cuda_kernel_op", "cuda", ("CMakeLists.txt", "kernel_op.cpp", "shim/fmt/format.h"))
 DISABLE = "AUTOPERFECT_NATIVE"   # "0": never use the extension
 LOG_TAIL_CHARS = 4000
 
-_loaded: dict[Path | None, ModuleType | None] = {}  # by cache_dir; None: built but did not load
+_loaded: dict[tuple[Path | None, Extension], ModuleType | None] = {}  # None: built, did not load
 
 
 class NativeBuildError(RuntimeError):
@@ -59,24 +71,33 @@ def _version(package: str) -> str:
         raise NativeBuildError(f"{package} is not installed (pip install -e . installs it)") from None
 
 
-@lru_cache(maxsize=1)
-def build_key() -> str:
+@lru_cache(maxsize=None)
+def build_key(ext: Extension = CPU) -> str:
     """What the built extension depends on: its sources, the mlx and nanobind it was built with,
     and the Python ABI it was built for. Computed once per process (kernel_call asks every call)."""
-    if not SOURCE_DIR.is_dir():
-        raise NativeBuildError(f"the extension's sources are not at {SOURCE_DIR}: install from a "
+    where = SOURCE_DIR / ext.folder
+    if not where.is_dir():
+        raise NativeBuildError(f"the extension's sources are not at {where}: install from a "
                                "checkout (pip install -e .)")
     digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update(name.encode() + b"\0" + (SOURCE_DIR / name).read_bytes() + b"\0")
+    for name in ext.sources:
+        digest.update(name.encode() + b"\0" + (where / name).read_bytes() + b"\0")
     for part in (_version("mlx"), _version("nanobind"), sysconfig.get_config_var("EXT_SUFFIX")):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:20]
 
 
-def library_path(cache_dir: Path | None = None) -> Path:
-    key = build_key()
-    return Path(cache_dir or cache_root()) / key / f"{MODULE}{sysconfig.get_config_var('EXT_SUFFIX')}"
+def library_path(cache_dir: Path | None = None, ext: Extension = CPU) -> Path:
+    key = build_key(ext)
+    return Path(cache_dir or cache_root()) / key / f"{ext.module}{sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
+def cuda_build() -> bool:
+    """Whether the installed mlx is MLX's CUDA build with a GPU to run on (the CUDA extension's
+    condition: every mlx wheel ships the CUDA backend's headers, only that build its library)."""
+    import mlx.core as mx
+
+    return mx.cuda.is_available()
 
 
 def _cmake() -> str:
@@ -114,12 +135,12 @@ def _run(step: str, command: list[str], log: list[str], timeout_s: float) -> Non
         raise NativeBuildError(f"{step} failed (exit {proc.returncode}):\n{tail}")
 
 
-def build(cache_dir: Path | None = None, timeout_s: float = 900) -> Path:
+def build(cache_dir: Path | None = None, timeout_s: float = 900, ext: Extension = CPU) -> Path:
     """Build the extension unless a build with the same key exists; returns the library's path.
 
     The library is moved into place whole (a reader never loads half a file) and the build log is
     kept beside it."""
-    lib = library_path(cache_dir)
+    lib = library_path(cache_dir, ext)
     if lib.exists():
         return lib
     with _locked(lib.parent.with_suffix(".lock")):
@@ -128,7 +149,7 @@ def build(cache_dir: Path | None = None, timeout_s: float = 900) -> Path:
         cmake, log = _cmake(), []
         lib.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=lib.parent.parent) as tmp:
-            _run("cmake configure", [cmake, "-S", str(SOURCE_DIR), "-B", tmp, "-DCMAKE_BUILD_TYPE=Release",
+            _run("cmake configure", [cmake, "-S", str(SOURCE_DIR / ext.folder), "-B", tmp, "-DCMAKE_BUILD_TYPE=Release",
                                      f"-DPython_EXECUTABLE={sys.executable}"], log, timeout_s)
             _run("cmake build", [cmake, "--build", tmp, "--parallel", str(os.cpu_count() or 1)],
                  log, timeout_s)
@@ -139,7 +160,7 @@ def build(cache_dir: Path | None = None, timeout_s: float = 900) -> Path:
     return lib
 
 
-def load(cache_dir: Path | None = None) -> ModuleType | None:
+def load(cache_dir: Path | None = None, ext: Extension = CPU) -> ModuleType | None:
     """The built extension, or None when it is turned off or not built (the ctypes path runs).
 
     A build that exists but does not load (an mlx or nanobind changed under it) warns once: the
@@ -147,36 +168,38 @@ def load(cache_dir: Path | None = None) -> ModuleType | None:
     costs a dictionary lookup (kernel_call asks every time)."""
     if os.environ.get(DISABLE) == "0":
         return None
-    if cache_dir in _loaded:
-        return _loaded[cache_dir]
+    if (cache_dir, ext) in _loaded:
+        return _loaded[cache_dir, ext]
     try:
-        lib = library_path(cache_dir)
+        lib = library_path(cache_dir, ext)
     except NativeBuildError:
         return None
     if not lib.exists():
         return None
 
-    spec = importlib.util.spec_from_file_location(MODULE, lib)
+    spec = importlib.util.spec_from_file_location(ext.module, lib)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except ImportError as err:
         warnings.warn(f"native dispatch off: {lib} does not load ({err})", RuntimeWarning)
         module = None
-    _loaded[cache_dir] = module
+    _loaded[cache_dir, ext] = module
     return module
 
 
-def describe() -> dict:
-    """Which dispatch path kernels take in this process, for benchmark provenance."""
+def describe(ext: Extension = CPU) -> dict:
+    """Which dispatch path kernels take in this process, for benchmark provenance: for CPU kernels
+    native or ctypes; for CUDA's (ext=CUDA), native or MLX's precompiled_cuda_kernel."""
+    fallback = "ctypes" if ext == CPU else "mx.fast.precompiled_cuda_kernel"
     if os.environ.get(DISABLE) == "0":
-        return {"dispatch": "ctypes", "why": f"{DISABLE}=0"}
+        return {"dispatch": fallback, "why": f"{DISABLE}=0"}
     try:
-        lib = library_path()
+        lib = library_path(None, ext)
     except NativeBuildError as err:
-        return {"dispatch": "ctypes", "why": str(err)}
-    if load() is None:
-        return {"dispatch": "ctypes", "why": f"extension not built ({lib} missing or not loadable)"}
+        return {"dispatch": fallback, "why": str(err)}
+    if load(None, ext) is None:
+        return {"dispatch": fallback, "why": f"extension not built ({lib} missing or not loadable)"}
     return {"dispatch": "native", "library": str(lib)}
 
 
@@ -235,12 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=41)
     args = parser.parse_args(argv)
     if args.command == "build":
-        try:
-            print(f"native dispatch: {build()}")
-        except NativeBuildError as err:
-            print(f"native dispatch unavailable, kernels will run through ctypes: {err}", file=sys.stderr)
-            return 1
-        return 0
+        failed = False
+        for ext, what, fallback in ((CPU, "native dispatch", "ctypes"),
+                                    (CUDA, "CUDA kernel dispatch", "mx.fast.precompiled_cuda_kernel")):
+            if ext == CUDA and not cuda_build():
+                print(f"{what}: not built (no GPU for MLX's CUDA build here)")
+                continue
+            try:
+                print(f"{what}: {build(ext=ext)}")
+            except NativeBuildError as err:
+                print(f"{what} unavailable, kernels will run through {fallback}: {err}", file=sys.stderr)
+                failed = True
+        return int(failed)
     if args.command == "compare":
         if not args.op:
             parser.error("compare needs an op")

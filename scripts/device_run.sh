@@ -18,6 +18,8 @@ if [ "$phase" = run ] || [ "$phase" = prepare ]; then  # (rerun installs too, be
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 PY=python3
+# our CUDA primitive (autoperfect.native.CUDA): without it kernels run through precompiled_cuda_kernel
+if [ "$phase" != mutants ]; then $PY -m autoperfect.native build 2>&1 | tail -2; fi
 pack() { tar czf "$OUT/h200.tar.gz" -C "$(dirname "$R")" "$(basename "$R")"; }
 # the GPU, its driver and its clocks before a run (gpu.csv), and the clocks again after it
 gpu_before() { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
@@ -28,7 +30,7 @@ case "$phase" in
   run|prepare|bench)
     if [ "$phase" != bench ]; then
       gpu_before
-      (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel" > "$OUT/pytest.log" 2>&1;
+      (timeout 240 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py -k "gpu_kernel or primitive" > "$OUT/pytest.log" 2>&1;
        echo "pytest rc=$?" >> "$OUT/pytest.log") &
       tests=$!
       $PY -m autoperfect.gpu_bench configs/h200.yaml "$R" --phase prepare --deadline "${AP_PREPARE_S:-260}" \

@@ -1,6 +1,7 @@
 """What one call of a small op costs on MLX's default device, layer by layer: MLX's own op, the
 backend's raw custom-kernel call (cuda: mx.fast.precompiled_cuda_kernel with its arguments made
-once), the loaded kernel (`Kernel.__call__`), the op's program, and autoperfect.jit. Each is timed
+once), the loaded kernel (`Kernel.__call__`: on CUDA through our primitive where it is built, and
+the same instance through precompiled_cuda_kernel beside it), the op's program, and autoperfect.jit. Each is timed
 two ways in shuffled rounds: the host's time to build a call's graph without evaluating it
 (1000 calls, evaluated afterwards; 7 rounds), and ten calls queued and waited for once, per call:
 
@@ -56,13 +57,18 @@ for size in sys.argv[1:]:
              "jit": lambda: jitted(x)}
     if backend == "cuda" and kern.fn is None:
         args = kern.launch_args(k.launch)
-        entry, cubin = kern._instances[k.launch]
+        entry, cubin = be.instance(kern.source, args["template"])
         raw = dict(name=entry, compiled_source=cubin, output_shapes=args["output_shapes"],
                    output_dtypes=kern.out_dtypes, scalars=[], grid=args["grid"], threadgroup=args["threadgroup"],
                    ensure_row_contiguous=True)
         calls["raw"] = lambda: mx.fast.precompiled_cuda_kernel(inputs=[x], **raw)[0]
         calls["raw_no_contiguity"] = lambda: mx.fast.precompiled_cuda_kernel(
             inputs=[x], **{**raw, "ensure_row_contiguous": False})[0]
+        if kern.ext is not None:  # the same instance through MLX's precompiled_cuda_kernel
+            via_mlx = be.Kernel(k, built.library)
+            via_mlx.ext = None
+            mx.eval(via_mlx([x]))
+            calls["kernel_via_mlx"] = lambda: via_mlx([x])[0]
         be.Kernel.precompiles = classmethod(lambda cls: False)  # MLX's cuda_kernel (NVRTC) instead
         nvrtc = be.Kernel(k, built.library)
         mx.eval(nvrtc([x]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from autoperfect import artifacts, backends, gpu_bench, judge, stages
+from autoperfect import artifacts, backends, gpu_bench, judge, native, stages
 from autoperfect.backends import cfamily, cpu, cuda
 from autoperfect.kernel_ir import execute
 from autoperfect.pipeline import front, program
@@ -425,9 +426,18 @@ def test_roofline_kernels_render_like_op_kernels(kind):
 # -- on a GPU --------------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def cuda_ext():
+    """Our CUDA primitive (autoperfect.native.CUDA), built once for these tests."""
+    native.build(ext=native.CUDA)
+    ext = native.load(ext=native.CUDA)
+    assert ext is not None, native.describe(native.CUDA)
+    return ext
+
+
 @pytest.mark.skipif(not cuda.available(), reason=NO_GPU)
 @pytest.mark.parametrize("name", list(SPECS))
-def test_gpu_kernels_pass_the_judge(name, tmp_path):
+def test_gpu_kernels_pass_the_judge(name, cuda_ext, tmp_path):  # through our primitive
     spec = small(name)
     libraries = {k.name: cuda.build(cuda.render(k, cuda.schedules_for(k)[0]), tmp_path).library
                  for k in kernels(spec)}
@@ -444,6 +454,39 @@ def test_gpu_kernel_is_a_lazy_mlx_call(tmp_path):
     xs = [mx.random.normal(i.shape) for i in spec.inputs]
     got, want = program(f, loaded)(*xs), spec.function()(*xs)
     assert mx.allclose(got, want, atol=1e-4).item()
+
+
+@pytest.mark.skipif(not cuda.available() or cuda.nvcc() is None, reason=NO_GPU + " with nvcc")
+@pytest.mark.parametrize("name", list(SPECS))
+def test_our_primitive_runs_the_instance_as_mlx_s_precompiled_kernel_does(name, cuda_ext, tmp_path):
+    spec = small(name)
+    f = front(spec)
+    xs = [mx.random.normal(i.shape, key=mx.random.key(seed_for(name))) for i in spec.inputs]
+    (k,) = f.kernels  # each config op is one kernel of the spec's inputs, in order
+    library = cuda.build(cuda.render(k, cuda.schedules_for(k)[0]), tmp_path).library
+    ours, theirs = cuda.Kernel(k, library), cuda.Kernel(k, library)
+    theirs.ext = None
+    assert (ours.dispatch, theirs.dispatch) == ("native", "mx.fast.precompiled_cuda_kernel")
+    for a, b in zip(ours(xs), theirs(xs)):
+        assert mx.array_equal(cuda._bits(a), cuda._bits(b)).item(), f"{name}: the two paths differ"
+    # the judge's fill: outputs longer than the kernel writes keep the fill's bits past its end
+    sizes = [math.prod(s) for s in k.launch.out_shapes]
+    for fill in (0.0, 1.0):
+        filled = ours(xs, k.launch, [(n + 7,) for n in sizes], fill)
+        for out, n, dtype in zip(filled, sizes, ours.out_dtypes):
+            assert mx.array_equal(cuda._bits(out[n:]), cuda._bits(mx.full((7,), fill, dtype))).item()
+    run = program(f, {k.name: ours})
+    want = spec.function()(*xs)
+    for got in (run(*xs), mx.compile(run)(*xs)):  # lazy, and inside mx.compile as well
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert mx.allclose(g, w, atol=1e-4, rtol=1e-4).item(), name
+
+
+def test_without_a_cuda_build_the_cuda_primitive_is_not_built_and_says_why():
+    if native.cuda_build():
+        pytest.skip("MLX's CUDA build with a GPU is here")
+    assert native.describe(native.CUDA)["dispatch"] == "mx.fast.precompiled_cuda_kernel"
+    assert native.main(["build"]) == 0  # the CPU extension; the CUDA one is skipped, saying so
 
 
 # -- the judge's mutants, planted in CUDA sources ----------------------------------------------------
@@ -616,6 +659,7 @@ def test_summary_states_the_goals_per_condition(tmp_path):
 class _StandIn:
     """cuda.Kernel's interface, computing the op with MLX (on the CPU): the measurement's plumbing
     runs without a GPU."""
+    dispatch = "mx.fast.precompiled_cuda_kernel"
 
     def __init__(self, kernel, library, fn=None):
         self.k, self.fn = kernel, fn

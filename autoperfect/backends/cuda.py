@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from ..ops import Op
 from ..program import CANARY, POISON, IntegrityError
@@ -445,6 +445,9 @@ class Kernel:
         self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launches: dict[Launch, dict] = {}
         self._instances: dict[Launch, tuple[str, bytes]] = {}
+        # our own MLX primitive for the instances (autoperfect.native.CUDA), where it is built
+        self.ext = native.load(ext=native.CUDA) if self.fn is None else None
+        self._native: dict[Launch, tuple] = {}
 
     @classmethod
     def precompiles(cls) -> bool:
@@ -457,8 +460,11 @@ class Kernel:
 
     @property
     def dispatch(self) -> str:
-        """How a call runs (the runtime's trace says it): a lazy MLX op, `mx.fast.<factory>`."""
-        return "mx.fast.precompiled_cuda_kernel" if self.fn is None else f"mx.fast.{self.factory}"
+        """How a call runs (the runtime's trace says it): a lazy MLX op, ours (`native`: nvcc's
+        instances launched by autoperfect.native.CUDA's primitive) or `mx.fast.<factory>`."""
+        if self.fn is not None:
+            return f"mx.fast.{self.factory}"
+        return "native" if self.ext is not None else "mx.fast.precompiled_cuda_kernel"
 
     @staticmethod
     def template_values(meta: dict, launch: Launch) -> list[tuple[str, int]]:
@@ -492,6 +498,8 @@ class Kernel:
             return self.fn(inputs=list(inputs), output_dtypes=self.out_dtypes, **args)
         import mlx.core as mx
 
+        if self.ext is not None:
+            return self._native_call(inputs, launch, out_shapes, init)
         if launch not in self._instances:
             self._instances[launch] = instance(self.source, args["template"])
         entry, cubin = self._instances[launch]
@@ -499,6 +507,27 @@ class Kernel:
             name=entry, compiled_source=cubin, inputs=list(inputs), output_shapes=args["output_shapes"],
             output_dtypes=self.out_dtypes, scalars=[], grid=args["grid"], threadgroup=args["threadgroup"],
             init_value=args.get("init_value"), ensure_row_contiguous=True)
+
+    def _native_call(self, inputs: Sequence, launch: Launch, out_shapes, init) -> list:
+        """The call through our primitive: the instance loaded once, its grid counted in blocks as
+        MLX's custom kernel counts it (threads rounded up to whole blocks); `init` becomes each
+        output's fill, in that output's dtype."""
+        import mlx.core as mx
+
+        fixed = self._native.get(launch)
+        if fixed is None:
+            args = self.launch_args(launch)
+            entry, cubin = instance(self.source, args["template"])
+            block = args["threadgroup"]
+            grid = [-(-g // b) for g, b in zip(args["grid"], block)]
+            fixed = self._native[launch] = (self.ext.load(cubin, entry), grid, list(block),
+                                            args["output_shapes"], entry)
+        handle, grid, block, shapes, entry = fixed
+        if out_shapes is None:
+            return self.ext.kernel_call(list(inputs), handle, grid, block, shapes, self.out_dtypes, entry)
+        fills = [_bits(mx.full((1,), init, dtype)).item() for dtype in self.out_dtypes]
+        return self.ext.kernel_call(list(inputs), handle, grid, block, [list(s) for s in out_shapes],
+                                    self.out_dtypes, entry, fills)
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on the judge's numpy buffers (inputs, then poisoned outputs). The outputs are made on

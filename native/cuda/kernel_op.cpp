@@ -1,0 +1,230 @@
+// One generic MLX primitive that launches any Auto-Perfect CUDA kernel instance.
+//
+// An instance is a cubin nvcc built from a rendered kernel at one launch's template constants
+// (autoperfect.backends.cuda.instance): `extern "C" __global__ void entry(const T* in..., T* out...)`,
+// every size baked in. `load` loads a cubin once per process and returns its function's handle;
+// `kernel_call` makes the lazy op. Its evaluation does what MLX's own custom-kernel primitive does
+// (outputs from MLX's allocator, a kernel node in the stream's CUDA graph), without what that op
+// costs on the host at every call: its Python arguments, its primitive carrying the cubin's bytes,
+// and the lookup of the module by name (9-16 us a call on the H200, docs/gpu-h200.md run 11).
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda.h>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "mlx/allocator.h"
+#include "mlx/array.h"
+#include "mlx/backend/cuda/device.h"
+#include "mlx/backend/cuda/utils.h"
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace mlx::core;
+
+namespace autoperfect {
+
+void check(CUresult status, const std::string& what) {
+  if (status != CUDA_SUCCESS) {
+    const char* text = nullptr;
+    cuGetErrorString(status, &text);
+    throw std::runtime_error(what + ": " + (text ? text : "unknown CUDA error"));
+  }
+}
+
+// Loaded modules live as long as the process, as MLX's own JIT modules do.
+std::mutex modules_mutex;
+std::unordered_map<std::string, CUfunction> functions;
+
+std::uintptr_t load(const nb::bytes& cubin, const std::string& entry) {
+  std::lock_guard<std::mutex> lock(modules_mutex);
+  auto found = functions.find(entry);
+  if (found != functions.end()) {
+    return reinterpret_cast<std::uintptr_t>(found->second);
+  }
+  cu::device(Device::gpu).make_current();
+  // cuModuleLoadData reads the image until its ELF headers say it ends: keep a copy of our own
+  std::string image(cubin.c_str(), cubin.size());
+  CUmodule module = nullptr;
+  check(cuModuleLoadData(&module, image.data()), entry + ": cuModuleLoadData");
+  CUfunction fn = nullptr;
+  check(cuModuleGetFunction(&fn, module, entry.c_str()), entry + ": cuModuleGetFunction");
+  functions.emplace(entry, fn);
+  return reinterpret_cast<std::uintptr_t>(fn);
+}
+
+class CudaKernelOp : public Primitive {
+ public:
+  CudaKernelOp(
+      Stream stream,
+      CUfunction fn,
+      dim3 grid,
+      dim3 block,
+      std::vector<uint32_t> fills,
+      std::string name)
+      : Primitive(stream),
+        fn_(fn),
+        grid_(grid),
+        block_(block),
+        fills_(std::move(fills)),
+        name_(std::move(name)) {}
+
+  void eval_cpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(name_ + ": a CUDA kernel has no CPU implementation");
+  }
+
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs)
+      override {
+    // The kernel indexes every buffer as row-major: a strided view here would be read wrongly.
+    for (const auto& in : inputs) {
+      if (!in.flags().row_contiguous) {
+        throw std::invalid_argument(name_ + ": an input is not row-contiguous");
+      }
+    }
+    auto& encoder = cu::get_command_encoder(stream());
+    std::vector<CUdeviceptr> ptrs;
+    ptrs.reserve(inputs.size() + outputs.size());
+    for (const auto& in : inputs) {
+      encoder.set_input_array(in);
+      ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(in)));
+    }
+    for (size_t i = 0; i < outputs.size(); i++) {
+      auto& out = outputs[i];
+      out.set_data(allocator::malloc(out.nbytes()));
+      auto ptr = reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(out));
+      if (!fills_.empty()) {  // the judge's fill: every element set to these bits before the kernel
+        auto capture = encoder.capture_context();
+        size_t n = out.size();
+        uint32_t bits = fills_[i];
+        cudaStream_t s = encoder.stream();
+        check(out.itemsize() == 4 ? cuMemsetD32Async(ptr, bits, n, s)
+                  : out.itemsize() == 2 ? cuMemsetD16Async(ptr, static_cast<uint16_t>(bits), n, s)
+                                        : cuMemsetD8Async(ptr, static_cast<uint8_t>(bits), n, s),
+              name_ + ": filling an output");
+      }
+      encoder.set_output_array(out);
+      ptrs.push_back(ptr);
+    }
+    std::vector<void*> params;
+    params.reserve(ptrs.size());
+    for (auto& p : ptrs) {
+      params.push_back(&p);
+    }
+    encoder.add_kernel_node_raw(fn_, grid_, block_, dim3(), 0, params.data());
+  }
+
+  // The launch is fixed when the op is made: mx.compile(shapeless=True) cannot replay it.
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    throw std::invalid_argument(
+        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
+  }
+
+  const char* name() const override {
+    return name_.c_str();
+  }
+
+  // mx.compile merges equivalent nodes: two calls are one only if they run the same instance on
+  // the same grid (output shapes and dtypes are compared by MLX itself).
+  bool is_equivalent(const Primitive& other) const override {
+    const auto* o = dynamic_cast<const CudaKernelOp*>(&other);
+    return o != nullptr && fn_ == o->fn_ && grid_.x == o->grid_.x && grid_.y == o->grid_.y &&
+        grid_.z == o->grid_.z && block_.x == o->block_.x && block_.y == o->block_.y &&
+        block_.z == o->block_.z && fills_ == o->fills_ && name_ == o->name_;
+  }
+
+ private:
+  CUfunction fn_;
+  dim3 grid_;
+  dim3 block_;
+  std::vector<uint32_t> fills_;  // empty: no fill
+  std::string name_;
+};
+
+// An input whose layout is already known to be row-contiguous is passed as it is; any other gets
+// MLX's `contiguous`, which shares the buffer when it turns out contiguous and copies otherwise.
+array row_contiguous(const array& x, const Stream& s) {
+  bool known = x.status() != array::Status::unscheduled;
+  return known && x.flags().row_contiguous ? x : contiguous(x, false, s);
+}
+
+std::vector<array> kernel_call(
+    const std::vector<array>& inputs,
+    std::uintptr_t fn_handle,
+    const std::vector<unsigned int>& grid,
+    const std::vector<unsigned int>& block,
+    const std::vector<std::vector<int>>& out_shapes,
+    const std::vector<Dtype>& out_dtypes,
+    std::string name,
+    std::vector<uint32_t> fills) {
+  if (fn_handle == 0) {
+    throw std::invalid_argument(name + ": null kernel handle (load the instance first)");
+  }
+  if (out_shapes.empty() || out_shapes.size() != out_dtypes.size()) {
+    std::ostringstream msg;
+    msg << name << ": " << out_shapes.size() << " output shapes for " << out_dtypes.size()
+        << " output dtypes";
+    throw std::invalid_argument(msg.str());
+  }
+  if (grid.size() != 3 || block.size() != 3) {
+    throw std::invalid_argument(name + ": grid and block need three dimensions each");
+  }
+  if (!fills.empty() && fills.size() != out_dtypes.size()) {
+    throw std::invalid_argument(name + ": one fill per output, or none");
+  }
+  for (size_t d = 0; d < 3; d++) {
+    if (grid[d] == 0 || block[d] == 0) {
+      throw std::invalid_argument(name + ": a grid or block dimension is 0");
+    }
+  }
+  Stream s = to_stream({}, Device::gpu);
+  std::vector<array> args;
+  args.reserve(inputs.size());
+  for (const auto& x : inputs) {
+    args.push_back(row_contiguous(x, s));
+  }
+  std::vector<Shape> shapes;
+  for (const auto& shape : out_shapes) {
+    shapes.emplace_back(shape.begin(), shape.end());
+  }
+  auto op = std::make_shared<CudaKernelOp>(
+      s, reinterpret_cast<CUfunction>(fn_handle), dim3(grid[0], grid[1], grid[2]),
+      dim3(block[0], block[1], block[2]), std::move(fills), std::move(name));
+  return array::make_arrays(std::move(shapes), out_dtypes, op, args);
+}
+
+} // namespace autoperfect
+
+NB_MODULE(_cuda_kernel_op, m) {
+  m.doc() = "Auto-Perfect's generic MLX primitive for generated CUDA kernel instances";
+  m.def(
+      "load",
+      &autoperfect::load,
+      "cubin"_a,
+      "entry"_a,
+      "The handle of `entry` in `cubin`, loaded once per process.");
+  m.def(
+      "kernel_call",
+      &autoperfect::kernel_call,
+      "inputs"_a,
+      "fn_handle"_a,
+      "grid"_a,
+      "block"_a,
+      "out_shapes"_a,
+      "out_dtypes"_a,
+      "name"_a,
+      "fills"_a = std::vector<uint32_t>{},
+      "Lazy MLX arrays computed by the instance `fn_handle` (a grid counted in blocks) on `inputs`; "
+      "`fills`: each output's elements set to these bits first (the judge's).");
+}
