@@ -100,29 +100,37 @@ class CudaKernelOp : public Primitive {
       encoder.set_input_array(in);
       ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(in)));
     }
-    for (size_t i = 0; i < outputs.size(); i++) {
-      auto& out = outputs[i];
+    for (auto& out : outputs) {
       out.set_data(allocator::malloc(out.nbytes()));
-      auto ptr = reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(out));
-      if (!fills_.empty()) {  // the judge's fill: every element set to these bits before the kernel
-        auto capture = encoder.capture_context();
-        size_t n = out.size();
-        uint32_t bits = fills_[i];
-        cudaStream_t s = encoder.stream();
-        check(out.itemsize() == 4 ? cuMemsetD32Async(ptr, bits, n, s)
-                  : out.itemsize() == 2 ? cuMemsetD16Async(ptr, static_cast<uint16_t>(bits), n, s)
-                                        : cuMemsetD8Async(ptr, static_cast<uint8_t>(bits), n, s),
-              name_ + ": filling an output");
-      }
       encoder.set_output_array(out);
-      ptrs.push_back(ptr);
+      ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(out)));
     }
     std::vector<void*> params;
     params.reserve(ptrs.size());
     for (auto& p : ptrs) {
       params.push_back(&p);
     }
-    encoder.add_kernel_node_raw(fn_, grid_, block_, dim3(), 0, params.data());
+    if (fills_.empty()) {
+      encoder.add_kernel_node_raw(fn_, grid_, block_, dim3(), 0, params.data());
+      return;
+    }
+    // The judge's fill: every output element set to these bits, then the kernel, captured from the
+    // stream as one node of the encoder's graph, so the two run in that order.
+    auto capture = encoder.capture_context();
+    cudaStream_t s = encoder.stream();
+    for (size_t i = 0; i < outputs.size(); i++) {
+      auto ptr = ptrs[inputs.size() + i];
+      size_t n = outputs[i].size();
+      uint32_t bits = fills_[i];
+      int width = outputs[i].itemsize();
+      check(width == 4 ? cuMemsetD32Async(ptr, bits, n, s)
+                : width == 2 ? cuMemsetD16Async(ptr, static_cast<uint16_t>(bits), n, s)
+                             : cuMemsetD8Async(ptr, static_cast<uint8_t>(bits), n, s),
+            name_ + ": filling an output");
+    }
+    check(cuLaunchKernel(fn_, grid_.x, grid_.y, grid_.z, block_.x, block_.y, block_.z, 0, s,
+                         params.data(), nullptr),
+          name_ + ": launching after the fill");
   }
 
   // The launch is fixed when the op is made: mx.compile(shapeless=True) cannot replay it.
