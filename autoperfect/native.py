@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Iterator, NamedTuple, Sequence
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "native"
-SOURCES = ("CMakeLists.txt", "kernel_op.cpp")
+SOURCES = ("CMakeLists.txt", "kernel_op.cpp", "common.h")
 MODULE = "_kernel_op"
 
 
@@ -47,7 +47,7 @@ class Extension(NamedTuple):
 
 CPU = Extension(MODULE, "", SOURCES)
 # MLX's CUDA build only: generated CUDA kernels' nvcc instances as MLX ops (native/cuda/kernel_op.cpp)
-CUDA = Extension("_cuda_kernel_op", "cuda", ("CMakeLists.txt", "kernel_op.cpp", "shim/fmt/format.h"))
+CUDA = Extension("_cuda_kernel_op", "cuda", ("CMakeLists.txt", "kernel_op.cpp", "shim/fmt/format.h", "../common.h"))
 DISABLE = "AUTOPERFECT_NATIVE"   # "0": never use the extension
 LOG_TAIL_CHARS = 4000
 

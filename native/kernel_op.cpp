@@ -9,7 +9,6 @@
 // ops do, so the op is lazy, composes with other ops and runs inside mx.compile'd code.
 
 #include <cstdint>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +23,8 @@
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
+
+#include "common.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -49,12 +50,7 @@ class KernelOp : public Primitive {
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs)
       override {
-    // The kernel indexes every buffer as row-major: a strided view here would be read wrongly.
-    for (const auto& in : inputs) {
-      if (!in.flags().row_contiguous) {
-        throw std::invalid_argument(name_ + ": an input is not row-contiguous");
-      }
-    }
+    check_row_contiguous(name_, inputs);
     auto& encoder = cpu::get_command_encoder(stream());
     std::vector<void*> bufs;
     bufs.reserve(inputs.size() + outputs.size());
@@ -105,13 +101,6 @@ class KernelOp : public Primitive {
   std::string name_;
 };
 
-// An input whose layout is already known to be row-contiguous is passed as it is; any other gets
-// MLX's `contiguous`, which shares the buffer when it turns out contiguous and copies otherwise.
-array row_contiguous(const array& x, const Stream& s) {
-  bool known = x.status() != array::Status::unscheduled;
-  return known && x.flags().row_contiguous ? x : contiguous(x, false, s);
-}
-
 std::vector<array> kernel_call(
     const std::vector<array>& inputs,
     std::uintptr_t fn_address,
@@ -123,25 +112,12 @@ std::vector<array> kernel_call(
   if (fn_address == 0) {
     throw std::invalid_argument(name + ": null kernel address");
   }
-  if (out_shapes.empty() || out_shapes.size() != out_dtypes.size()) {
-    std::ostringstream msg;
-    msg << name << ": " << out_shapes.size() << " output shapes for " << out_dtypes.size()
-        << " output dtypes";
-    throw std::invalid_argument(msg.str());
-  }
+  auto shapes = output_shapes(name, out_shapes, out_dtypes);
   if (dims.empty() || strides.size() < inputs.size() * dims.size()) {
     throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
   }
   Stream s = to_stream({}, Device::cpu);
-  std::vector<array> args;
-  args.reserve(inputs.size());
-  for (const auto& x : inputs) {
-    args.push_back(row_contiguous(x, s));
-  }
-  std::vector<Shape> shapes;
-  for (const auto& shape : out_shapes) {
-    shapes.emplace_back(shape.begin(), shape.end());
-  }
+  auto args = row_contiguous(inputs, s);
   auto op = std::make_shared<KernelOp>(
       s, fn_address, std::move(dims), std::move(strides), std::move(name));
   return array::make_arrays(std::move(shapes), out_dtypes, op, args);

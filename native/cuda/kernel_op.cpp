@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -29,6 +28,8 @@
 #include "mlx/backend/cuda/utils.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
+
+#include "../common.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -87,12 +88,7 @@ class CudaKernelOp : public Primitive {
 
   void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs)
       override {
-    // The kernel indexes every buffer as row-major: a strided view here would be read wrongly.
-    for (const auto& in : inputs) {
-      if (!in.flags().row_contiguous) {
-        throw std::invalid_argument(name_ + ": an input is not row-contiguous");
-      }
-    }
+    check_row_contiguous(name_, inputs);
     auto& encoder = cu::get_command_encoder(stream());
     std::vector<CUdeviceptr> ptrs;
     ptrs.reserve(inputs.size() + outputs.size());
@@ -160,13 +156,6 @@ class CudaKernelOp : public Primitive {
   std::string name_;
 };
 
-// An input whose layout is already known to be row-contiguous is passed as it is; any other gets
-// MLX's `contiguous`, which shares the buffer when it turns out contiguous and copies otherwise.
-array row_contiguous(const array& x, const Stream& s) {
-  bool known = x.status() != array::Status::unscheduled;
-  return known && x.flags().row_contiguous ? x : contiguous(x, false, s);
-}
-
 std::vector<array> kernel_call(
     const std::vector<array>& inputs,
     std::uintptr_t fn_handle,
@@ -179,12 +168,7 @@ std::vector<array> kernel_call(
   if (fn_handle == 0) {
     throw std::invalid_argument(name + ": null kernel handle (load the instance first)");
   }
-  if (out_shapes.empty() || out_shapes.size() != out_dtypes.size()) {
-    std::ostringstream msg;
-    msg << name << ": " << out_shapes.size() << " output shapes for " << out_dtypes.size()
-        << " output dtypes";
-    throw std::invalid_argument(msg.str());
-  }
+  auto shapes = output_shapes(name, out_shapes, out_dtypes);
   if (grid.size() != 3 || block.size() != 3) {
     throw std::invalid_argument(name + ": grid and block need three dimensions each");
   }
@@ -197,15 +181,7 @@ std::vector<array> kernel_call(
     }
   }
   Stream s = to_stream({}, Device::gpu);
-  std::vector<array> args;
-  args.reserve(inputs.size());
-  for (const auto& x : inputs) {
-    args.push_back(row_contiguous(x, s));
-  }
-  std::vector<Shape> shapes;
-  for (const auto& shape : out_shapes) {
-    shapes.emplace_back(shape.begin(), shape.end());
-  }
+  auto args = row_contiguous(inputs, s);
   auto op = std::make_shared<CudaKernelOp>(
       s, reinterpret_cast<CUfunction>(fn_handle), dim3(grid[0], grid[1], grid[2]),
       dim3(block[0], block[1], block[2]), std::move(fills), std::move(name));
