@@ -482,6 +482,15 @@ def test_our_primitive_runs_the_instance_as_mlx_s_precompiled_kernel_does(name, 
             assert mx.allclose(g, w, atol=1e-4, rtol=1e-4).item(), name
 
 
+@pytest.mark.skipif(cuda.nvcc() is None, reason=NO_NVCC + " (nor the CUDA primitive)")
+def test_the_cuda_primitive_compiles_against_the_installed_mlx(tmp_path):
+    # every mlx wheel ships the CUDA backend's headers: the extension is compiled and linked here
+    # too (into a cache of its own: it loads only on MLX's CUDA build, which the GPU tests run)
+    lib = native.build(tmp_path, ext=native.CUDA)
+    assert lib.is_file() and lib.name.startswith(native.CUDA.module)
+    assert "Built target _cuda_kernel_op" in (lib.parent / "build.log").read_text()
+
+
 def test_without_a_cuda_build_the_cuda_primitive_is_not_built_and_says_why():
     if native.cuda_build():
         pytest.skip("MLX's CUDA build with a GPU is here")
