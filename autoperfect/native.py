@@ -11,6 +11,10 @@ The build is explicit (`python -m autoperfect.native build`, which the README's 
 runs) and cached under `$AUTOPERFECT_CACHE/native/<key>`, the key covering the sources, the mlx
 and nanobind versions and the Python ABI; kernels fall back to the ctypes path until it exists.
 `AUTOPERFECT_NATIVE=0` turns native dispatch off (to compare the two paths, or to rule it out).
+
+Where MLX's CUDA build sees a GPU, the same command also builds `native/cuda/kernel_op.cpp`
+(`CUDA`): one primitive that launches the CUDA backend's nvcc instances as nodes of the stream's
+CUDA graph, instead of MLX's `precompiled_cuda_kernel`, whose host cost at every call it avoids.
 """
 
 from __future__ import annotations

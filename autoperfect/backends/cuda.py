@@ -5,8 +5,10 @@ NVRTC at the first call of each (name, template constants) pair and caches the r
 disk too: so a kernel's MLX name carries a hash of its source. Sizes and strides are template
 constants, so one source serves every shape (each shape compiles once per machine). Where nvcc is
 at hand on a GPU machine, each shape's instance is instead compiled by nvcc from the same unit
-(`instance`), several side by side, kept on disk for every process, and run through
-`mx.fast.precompiled_cuda_kernel`: MLX's NVRTC compiles one instance at a time in each process.
+(`instance`), several side by side, kept on disk for every process, and run through our own MLX
+primitive where it is built (autoperfect.native.CUDA: a tenth of MLX's host cost a call at small
+shapes), else `mx.fast.precompiled_cuda_kernel`: MLX's NVRTC compiles one instance at a time in
+each process.
 
 Without a GPU (CI, a laptop) every candidate is still compiled by `nvcc` for sm_90 inside the
 translation unit MLX would build (`translation_unit`), so a source that would not compile is caught
