@@ -6,7 +6,7 @@ disk too: so a kernel's MLX name carries a hash of its source. Sizes and strides
 constants, so one source serves every shape (each shape compiles once per machine). Where nvcc is
 at hand on a GPU machine, each shape's instance is instead compiled by nvcc from the same unit
 (`instance`), several side by side, kept on disk for every process, and run through our own MLX
-primitive where it is built (autoperfect.native.CUDA: a tenth of MLX's host cost a call at small
+primitive where it is built (autoperfect.native.CUDA: a third of MLX's host cost a call at small
 shapes), else `mx.fast.precompiled_cuda_kernel`: MLX's NVRTC compiles one instance at a time in
 each process.
 
