@@ -113,7 +113,9 @@ def measure(payload: dict) -> dict:
             sizes["row"] = spec.with_shapes(row_shapes(spec))
         ops[spec.name] = {label: measure_size(s, payload["settings"], payload["pipeline_root"] if
                                               label == "spec" else None) for label, s in sizes.items()}
-    return {"ops": ops, "dispatch": native.describe(), "machine": bench.machine()}
+    # the path the jit's kernels take on this machine: the CUDA primitive's where MLX computes on a GPU
+    ext = native.CUDA if backends.for_default_device() == "cuda" else native.CPU
+    return {"ops": ops, "dispatch": native.describe(ext), "machine": bench.machine()}
 
 
 def run(specs: list[OpSpec], settings: dict, pipeline_root: str | None, out: str) -> dict[str, str]:

@@ -191,9 +191,7 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
     if any(k.dispatch == "native" for k in loaded.values()):
         # the same instances launched by MLX's precompiled_cuda_kernel instead of our primitive, in
         # mx.compile as the kernel is: what the primitive's dispatch is worth, in the same rounds
-        via_mlx = {n: cuda.Kernel(k.k, variants[n][choice[n]["chosen"]]) for n, k in loaded.items()}
-        for k in via_mlx.values():
-            k.ext = None
+        via_mlx = {n: cuda.Kernel(k.k, variants[n][choice[n]["chosen"]], "mlx") for n, k in loaded.items()}
         lazy["kernel_via_mlx"] = mx.compile(program(f, via_mlx))
     fast = contenders.fast_baseline(spec)
     if fast is not None:

@@ -38,20 +38,25 @@ from types import ModuleType
 from typing import Iterator, NamedTuple, Sequence
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "native"
-SOURCES = ("CMakeLists.txt", "kernel_op.cpp", "common.h")
+SOURCES = ("CMakeLists.txt", "kernel_op.cpp", "common.h", "common.cmake")
 MODULE = "_kernel_op"
 
 
 class Extension(NamedTuple):
-    """One extension: its module, its sources' folder under SOURCE_DIR, and those sources."""
+    """One extension: its module, its sources' folder under SOURCE_DIR and those sources, what it
+    serves, and how its kernels run without it."""
     module: str
     folder: str
     sources: tuple[str, ...]
+    serves: str
+    fallback: str
 
 
-CPU = Extension(MODULE, "", SOURCES)
+CPU = Extension(MODULE, "", SOURCES, "native dispatch", "ctypes")
 # MLX's CUDA build only: generated CUDA kernels' nvcc instances as MLX ops (native/cuda/kernel_op.cpp)
-CUDA = Extension("_cuda_kernel_op", "cuda", ("CMakeLists.txt", "kernel_op.cpp", "shim/fmt/format.h", "../common.h"))
+CUDA = Extension("_cuda_kernel_op", "cuda", ("CMakeLists.txt", "kernel_op.cpp", "shim/fmt/format.h", "../common.h",
+                  "../common.cmake"),
+                 "CUDA kernel dispatch", "mx.fast.precompiled_cuda_kernel")
 DISABLE = "AUTOPERFECT_NATIVE"   # "0": never use the extension
 LOG_TAIL_CHARS = 4000
 
@@ -195,15 +200,14 @@ def load(cache_dir: Path | None = None, ext: Extension = CPU) -> ModuleType | No
 def describe(ext: Extension = CPU) -> dict:
     """Which dispatch path kernels take in this process, for benchmark provenance: for CPU kernels
     native or ctypes; for CUDA's (ext=CUDA), native or MLX's precompiled_cuda_kernel."""
-    fallback = "ctypes" if ext == CPU else "mx.fast.precompiled_cuda_kernel"
     if os.environ.get(DISABLE) == "0":
-        return {"dispatch": fallback, "why": f"{DISABLE}=0"}
+        return {"dispatch": ext.fallback, "why": f"{DISABLE}=0"}
     try:
         lib = library_path(None, ext)
     except NativeBuildError as err:
-        return {"dispatch": fallback, "why": str(err)}
+        return {"dispatch": ext.fallback, "why": str(err)}
     if load(None, ext) is None:
-        return {"dispatch": fallback, "why": f"extension not built ({lib} missing or not loadable)"}
+        return {"dispatch": ext.fallback, "why": f"extension not built ({lib} missing or not loadable)"}
     return {"dispatch": "native", "library": str(lib)}
 
 
@@ -263,15 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         failed = False
-        for ext, what, fallback in ((CPU, "native dispatch", "ctypes"),
-                                    (CUDA, "CUDA kernel dispatch", "mx.fast.precompiled_cuda_kernel")):
+        for ext in (CPU, CUDA):
             if ext == CUDA and not cuda_build():
-                print(f"{what}: not built (no GPU for MLX's CUDA build here)")
+                print(f"{ext.serves}: not built (no GPU for MLX's CUDA build here)")
                 continue
             try:
-                print(f"{what}: {build(ext=ext)}")
+                print(f"{ext.serves}: {build(ext=ext)}")
             except NativeBuildError as err:
-                print(f"{what} unavailable, kernels will run through {fallback}: {err}", file=sys.stderr)
+                print(f"{ext.serves} unavailable, kernels will run through {ext.fallback}: {err}", file=sys.stderr)
                 failed = True
         return int(failed)
     if args.command == "compare":

@@ -1,6 +1,6 @@
 // What the two kernel-call extensions (kernel_op.cpp for CPU kernels, cuda/kernel_op.cpp for CUDA
-// instances) share: inputs made row-contiguous for the call, checked so again when it runs, and
-// the outputs' shapes checked against their dtypes.
+// instances) share: their primitives' base, inputs made row-contiguous for the call and checked so
+// again when it runs, and the outputs' shapes checked against their dtypes.
 
 #pragma once
 
@@ -11,10 +11,31 @@
 
 #include "mlx/array.h"
 #include "mlx/ops.h"
+#include "mlx/primitives.h"
 
 namespace autoperfect {
 
 using mlx::core::array;
+
+// A kernel whose launch is fixed when the op is made, under the kernel's name.
+class FixedLaunch : public mlx::core::Primitive {
+ public:
+  FixedLaunch(mlx::core::Stream stream, std::string name)
+      : Primitive(stream), name_(std::move(name)) {}
+
+  // mx.compile(shapeless=True) cannot replay a fixed launch.
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>&) override {
+    throw std::invalid_argument(
+        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
+  }
+
+  const char* name() const override {
+    return name_.c_str();
+  }
+
+ protected:
+  std::string name_;
+};
 
 // Kernels index every buffer as row-major: a strided view would be read wrongly.
 inline void check_row_contiguous(const std::string& name, const std::vector<array>& inputs) {

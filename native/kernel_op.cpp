@@ -34,7 +34,7 @@ namespace autoperfect {
 
 using KernelFn = void (*)(void**, const int64_t*, const int64_t*);
 
-class KernelOp : public Primitive {
+class KernelOp : public FixedLaunch {
  public:
   KernelOp(
       Stream stream,
@@ -42,11 +42,10 @@ class KernelOp : public Primitive {
       std::vector<int64_t> dims,
       std::vector<int64_t> strides,
       std::string name)
-      : Primitive(stream),
+      : FixedLaunch(stream, std::move(name)),
         address_(address),
         dims_(std::move(dims)),
-        strides_(std::move(strides)),
-        name_(std::move(name)) {}
+        strides_(std::move(strides)) {}
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs)
       override {
@@ -76,16 +75,6 @@ class KernelOp : public Primitive {
     throw std::runtime_error(name_ + ": a CPU kernel has no GPU implementation");
   }
 
-  // The launch is fixed when the op is made: mx.compile(shapeless=True) cannot replay it.
-  std::vector<Shape> output_shapes(const std::vector<array>&) override {
-    throw std::invalid_argument(
-        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
-  }
-
-  const char* name() const override {
-    return name_.c_str();
-  }
-
   // mx.compile merges equivalent nodes: two calls are one only if they run the same code on the
   // same launch (output shapes and dtypes are compared by MLX itself).
   bool is_equivalent(const Primitive& other) const override {
@@ -98,7 +87,6 @@ class KernelOp : public Primitive {
   std::uintptr_t address_;
   std::vector<int64_t> dims_;
   std::vector<int64_t> strides_;
-  std::string name_;
 };
 
 std::vector<array> kernel_call(

@@ -65,8 +65,7 @@ for size in sys.argv[1:]:
         calls["raw_no_contiguity"] = lambda: mx.fast.precompiled_cuda_kernel(
             inputs=[x], **{**raw, "ensure_row_contiguous": False})[0]
         if kern.ext is not None:  # the same instance through MLX's precompiled_cuda_kernel
-            via_mlx = be.Kernel(k, built.library)
-            via_mlx.ext = None
+            via_mlx = be.Kernel(k, built.library, "mlx")
             mx.eval(via_mlx([x]))
             calls["kernel_via_mlx"] = lambda: via_mlx([x])[0]
         be.Kernel.precompiles = classmethod(lambda cls: False)  # MLX's cuda_kernel (NVRTC) instead

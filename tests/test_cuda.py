@@ -464,8 +464,7 @@ def test_our_primitive_runs_the_instance_as_mlx_s_precompiled_kernel_does(name, 
     xs = [mx.random.normal(i.shape, key=mx.random.key(seed_for(name))) for i in spec.inputs]
     (k,) = f.kernels  # each config op is one kernel of the spec's inputs, in order
     library = cuda.build(cuda.render(k, cuda.schedules_for(k)[0]), tmp_path).library
-    ours, theirs = cuda.Kernel(k, library), cuda.Kernel(k, library)
-    theirs.ext = None
+    ours, theirs = cuda.Kernel(k, library), cuda.Kernel(k, library, "mlx")
     assert (ours.dispatch, theirs.dispatch) == ("native", "mx.fast.precompiled_cuda_kernel")
     for a, b in zip(ours(xs), theirs(xs)):
         assert mx.array_equal(cuda._bits(a), cuda._bits(b)).item(), f"{name}: the two paths differ"

@@ -424,15 +424,19 @@ def _device(buffer: np.ndarray, dtype: str):
 class Kernel:
     """A rendered source made an MLX custom kernel: call it with MLX arrays and a launch (lazy, on
     the GPU stream); `run_numpy` is the judge's guarded path. Where nvcc is at hand each launch's
-    instance is a cubin of ours (`instance`) run by `mx.fast.precompiled_cuda_kernel`; elsewhere
-    MLX compiles the source with NVRTC (`mx.fast.cuda_kernel`). The unit is the same either way."""
+    instance is a cubin of ours (`instance`), run by our own primitive (autoperfect.native.CUDA)
+    where it is built, else (or with `dispatch="mlx"`, e.g. to compare the two) by
+    `mx.fast.precompiled_cuda_kernel`; elsewhere MLX compiles the source with NVRTC
+    (`mx.fast.cuda_kernel`). The unit is the same either way."""
 
     factory = "cuda_kernel"
     renderer = CudaRenderer
 
-    def __init__(self, kernel: KernelIR, library: str):
+    def __init__(self, kernel: KernelIR, library: str, dispatch: str = "auto"):
         import mlx.core as mx
 
+        if dispatch not in ("auto", "mlx"):
+            raise ValueError(f"dispatch must be auto or mlx, not {dispatch!r}")
         missing = self.missing_device()
         if missing:
             raise RuntimeError(f"can't run {kernel.name} on {self.factory}: {missing}")
@@ -447,9 +451,8 @@ class Kernel:
         self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launches: dict[Launch, dict] = {}
         self._instances: dict[Launch, tuple[str, bytes]] = {}
-        # our own MLX primitive for the instances (autoperfect.native.CUDA), where it is built
-        self.ext = native.load(ext=native.CUDA) if self.fn is None else None
-        self._native: dict[Launch, tuple] = {}
+        self.ext = native.load(ext=native.CUDA) if self.fn is None and dispatch == "auto" else None
+        self._native: dict[Launch, tuple] = {}  # per launch: kernel_call's arguments after the inputs
 
     @classmethod
     def precompiles(cls) -> bool:
@@ -490,9 +493,17 @@ class Kernel:
                                              "output_shapes": [list(s) for s in launch.out_shapes]}
         return args
 
+    def _instance(self, launch: Launch) -> tuple[str, bytes]:
+        """(entry, cubin) of the launch's nvcc instance, built or read once per Kernel."""
+        if launch not in self._instances:
+            self._instances[launch] = instance(self.source, self.launch_args(launch)["template"])
+        return self._instances[launch]
+
     def __call__(self, inputs: Sequence, launch: Launch | None = None, out_shapes=None, init=None) -> list:
         """The outputs, lazily; `out_shapes` and `init` (a fill value) are the judge's."""
         launch = launch or self.k.launch
+        if self.ext is not None:
+            return self._native_call(inputs, launch, out_shapes, init)
         args = self.launch_args(launch)
         if out_shapes is not None:
             args = {**args, "output_shapes": [list(s) for s in out_shapes], "init_value": init}
@@ -500,11 +511,7 @@ class Kernel:
             return self.fn(inputs=list(inputs), output_dtypes=self.out_dtypes, **args)
         import mlx.core as mx
 
-        if self.ext is not None:
-            return self._native_call(inputs, launch, out_shapes, init)
-        if launch not in self._instances:
-            self._instances[launch] = instance(self.source, args["template"])
-        entry, cubin = self._instances[launch]
+        entry, cubin = self._instance(launch)
         return mx.fast.precompiled_cuda_kernel(
             name=entry, compiled_source=cubin, inputs=list(inputs), output_shapes=args["output_shapes"],
             output_dtypes=self.out_dtypes, scalars=[], grid=args["grid"], threadgroup=args["threadgroup"],
@@ -514,12 +521,10 @@ class Kernel:
         """The call through our primitive: the instance loaded once, its grid counted in blocks as
         MLX's custom kernel counts it (threads rounded up to whole blocks); `init` becomes each
         output's fill, in that output's dtype."""
-        import mlx.core as mx
-
         fixed = self._native.get(launch)
         if fixed is None:
             args = self.launch_args(launch)
-            entry, cubin = instance(self.source, args["template"])
+            entry, cubin = self._instance(launch)
             block = args["threadgroup"]
             grid = [-(-g // b) for g, b in zip(args["grid"], block)]
             fixed = self._native[launch] = (self.ext.load(cubin, entry), grid, list(block),
@@ -527,6 +532,8 @@ class Kernel:
         handle, grid, block, shapes, entry = fixed
         if out_shapes is None:
             return self.ext.kernel_call(list(inputs), handle, grid, block, shapes, self.out_dtypes, entry)
+        import mlx.core as mx
+
         fills = [_bits(mx.full((1,), init, dtype)).item() for dtype in self.out_dtypes]
         return self.ext.kernel_call(list(inputs), handle, grid, block, [list(s) for s in out_shapes],
                                     self.out_dtypes, entry, fills)

@@ -66,7 +66,7 @@ std::uintptr_t load(const nb::bytes& cubin, const std::string& entry) {
   return reinterpret_cast<std::uintptr_t>(fn);
 }
 
-class CudaKernelOp : public Primitive {
+class CudaKernelOp : public FixedLaunch {
  public:
   CudaKernelOp(
       Stream stream,
@@ -75,12 +75,11 @@ class CudaKernelOp : public Primitive {
       dim3 block,
       std::vector<uint32_t> fills,
       std::string name)
-      : Primitive(stream),
+      : FixedLaunch(stream, std::move(name)),
         fn_(fn),
         grid_(grid),
         block_(block),
-        fills_(std::move(fills)),
-        name_(std::move(name)) {}
+        fills_(std::move(fills)) {}
 
   void eval_cpu(const std::vector<array>&, std::vector<array>&) override {
     throw std::runtime_error(name_ + ": a CUDA kernel has no CPU implementation");
@@ -129,16 +128,6 @@ class CudaKernelOp : public Primitive {
           name_ + ": launching after the fill");
   }
 
-  // The launch is fixed when the op is made: mx.compile(shapeless=True) cannot replay it.
-  std::vector<Shape> output_shapes(const std::vector<array>&) override {
-    throw std::invalid_argument(
-        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
-  }
-
-  const char* name() const override {
-    return name_.c_str();
-  }
-
   // mx.compile merges equivalent nodes: two calls are one only if they run the same instance on
   // the same grid (output shapes and dtypes are compared by MLX itself).
   bool is_equivalent(const Primitive& other) const override {
@@ -153,7 +142,6 @@ class CudaKernelOp : public Primitive {
   dim3 grid_;
   dim3 block_;
   std::vector<uint32_t> fills_;  // empty: no fill
-  std::string name_;
 };
 
 std::vector<array> kernel_call(
