@@ -8,6 +8,7 @@ canaries, inputs checked for writes, so unwritten and out-of-bounds elements are
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -44,24 +45,59 @@ def storage(dtype: str):
 class Program:
     def __init__(self, graph: Graph, partition: Partition, steps: Sequence[Step]):
         self.graph, self.partition, self.steps = graph, partition, tuple(steps)
-        # The user's path, resolved once (a warm call of a small op is mostly this loop): the nodes the
-        # inputs bind, and per step what it reads and what it writes (a region left to MLX: its nodes).
         self._inputs = tuple(n.id for n in graph.inputs)
-        self._calls = tuple((s.run, s.kernel.binds[:len(s.kernel.inputs)], s.kernel.binds[len(s.kernel.inputs):],
-                             s.kernel.launch) if s.kernel is not None else (None, s.region.nodes, (), None)
-                            for s in self.steps)
+        self._calls: tuple | None = None    # the user's path, resolved at its first call (_resolve)
+        self._slots: tuple | None = None
 
     # -- the user's path -------------------------------------------------------------------------------
     def __call__(self, *inputs):
+        if self._calls is None:
+            self._resolve()
+        if self._slots is not None:
+            if len(inputs) != len(self._inputs):
+                raise TypeError(f"{self.graph.name} takes {len(self._inputs)} arrays, got {len(inputs)}")
+            steps, outs = self._slots
+            values = list(inputs)
+            for call, reads in steps:
+                values += call([values[i] for i in reads])
+            return values[outs[0]] if len(outs) == 1 else tuple([values[i] for i in outs])
         env = self._env_with_inputs(inputs)
         value = self._mlx_value
-        for run, reads, writes, launch in self._calls:
-            if run is None:
+        for call, reads, writes in self._calls:
+            if call is None:
                 for i in reads:
                     value(env, i)
             else:
-                env.update(zip(writes, run([env[b] if b in env else value(env, b) for b in reads], launch)))
+                env.update(zip(writes, call([env[b] if b in env else value(env, b) for b in reads])))
         return self._outputs(env)
+
+    def _resolve(self) -> None:
+        """Resolved once (a warm call of a small op is mostly this path): per step what it reads and
+        writes, each kernel bound to its launch (`bind`, where the loaded kernel has one: made once,
+        then called with its inputs only); a region left to MLX lists its nodes. When every kernel
+        reads only the inputs and earlier kernels' outputs, and those are the outputs too, a call
+        indexes one list of values (`_slots`) instead of filling the graph's environment."""
+        calls = []
+        for s in self.steps:
+            if s.kernel is None:
+                calls.append((None, s.region.nodes, ()))
+                continue
+            n = len(s.kernel.inputs)
+            bind = getattr(s.run, "bind", None)
+            call = bind(s.kernel.launch) if bind is not None else partial(s.run, launch=s.kernel.launch)
+            calls.append((call, s.kernel.binds[:n], s.kernel.binds[n:]))
+        slot = {node: i for i, node in enumerate(self._inputs)}
+        steps, count = [], len(self._inputs)
+        for call, reads, writes in calls:
+            if call is None or any(r not in slot for r in reads):
+                break
+            steps.append((call, tuple(slot[r] for r in reads)))
+            slot.update((w, count + j) for j, w in enumerate(writes))
+            count += len(writes)
+        else:
+            if all(o in slot for o in self.graph.outputs):
+                self._slots = (tuple(steps), tuple(slot[o] for o in self.graph.outputs))
+        self._calls = tuple(calls)
 
     def _env_with_inputs(self, inputs) -> dict:
         if len(inputs) != len(self._inputs):

@@ -275,10 +275,11 @@ class Plan:
     eager: str = ""
     times: list = field(default_factory=list)  # (kernel name, seconds) of the call in progress
     race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
+    kernels: int = 0                           # regions that run kernels
 
     def to_mlx(self, why: str) -> None:
         """Run the signature as eager MLX from now on, every kernel region saying `why`."""
-        self.run, self.eager = None, why
+        self.run, self.eager, self.kernels = None, why, 0
         self.regions = tuple(r if r.runs == "mlx" else replace(r, runs="mlx", why=why) for r in self.regions)
 
 
@@ -293,6 +294,19 @@ class _Timed:
         out = self.kernel(inputs, launch)
         self.plan.times.append((self.name, time.perf_counter() - start))
         return out
+
+    def bind(self, launch):
+        """The kernel's call at one launch (its own `bind` where it has one), timed the same way."""
+        bind = getattr(self.kernel, "bind", None)
+        call = bind(launch) if bind is not None else functools.partial(self.kernel, launch=launch)
+        times, name, clock = self.plan.times, self.name, time.perf_counter
+
+        def timed(inputs):
+            start = clock()
+            out = call(inputs)
+            times.append((name, clock() - start))
+            return out
+        return timed
 
 
 def _structure(result: Any) -> str:
@@ -421,18 +435,29 @@ class Jit:
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
+        self._warm: dict[tuple, tuple[tuple, Plan]] = {}  # the arrays' (shape, dtype) -> (signature, plan)
+        import mlx.core as mx
+
+        self._array = mx.array
         self._last: tuple | None = None  # what the last call's trace is built from, when asked for
         self._counts: dict[str, float] = {"calls": 0, "eager_calls": 0, "kernel_calls": 0, "setup_s": 0.0}
         self._sources: dict[str, int] = {}
 
     def __call__(self, *args, **kwargs):
         start = time.perf_counter()
-        sig = _signature(args, kwargs)
-        if isinstance(sig, str):
-            out = self.fn(*args, **kwargs)
-            self._note(start, (), Plan((), None, "array", sig), {}, memory=False)
-            return out
-        plan, setup, first = self._plans.get(sig), {}, None
+        # a signature seen before, found by its arrays' own shape and dtype objects (what _signature
+        # makes of them costs more than the rest of a warm call's host work)
+        warm = None if kwargs else self._warm.get(tuple([(a.shape, a.dtype) for a in args
+                                                         if type(a) is self._array]))
+        if warm is not None and len(warm[0]) == len(args):
+            (sig, plan), setup, first = warm, {}, None
+        else:
+            sig = _signature(args, kwargs)
+            if isinstance(sig, str):
+                out = self.fn(*args, **kwargs)
+                self._note(start, (), Plan((), None, "array", sig), {}, memory=False)
+                return out
+            plan, setup, first = self._plans.get(sig), {}, None
         if plan is None:
             first = self.fn(*args)  # lazy in MLX: costs graph building only, unless it is returned
             try:
@@ -443,6 +468,7 @@ class Jit:
                               "it runs as eager MLX", RuntimeWarning, stacklevel=2)
                 plan = Plan((), None, _structure(first), f"the compiler failed: {type(e).__name__}: {e}")
             self._plans[sig] = plan
+            self._warm[tuple([(a.shape, a.dtype) for a in args])] = (sig, plan)
             self._counts["setup_s"] += sum(setup.values())
         if plan.run is None:
             out = first if first is not None else self.fn(*args)
@@ -643,6 +669,7 @@ class Jit:
                 regions.append(RegionTrace(region.index, "mlx", lines=k.lines,
                                            why=f"{k.name}: {why[k.name]}"))
         plan.regions = tuple(regions)
+        plan.kernels = sum(r.runs != "mlx" for r in regions)
         if usable:
             plan.run = program(only(f, usable), loaded)
         else:
@@ -661,11 +688,13 @@ class Jit:
         if plan.run is None:
             self._counts["eager_calls"] += 1
             return
-        kernels = [r for r in plan.regions if r.runs != "mlx"]
-        self._counts["kernel_calls"] += len(kernels)
-        for r in kernels:
-            label = "memory" if memory else r.cache
-            self._sources[label] = self._sources.get(label, 0) + 1
+        self._counts["kernel_calls"] += plan.kernels
+        if memory:  # a warm call
+            self._sources["memory"] = self._sources.get("memory", 0) + plan.kernels
+            return
+        for r in plan.regions:
+            if r.runs != "mlx":
+                self._sources[r.cache] = self._sources.get(r.cache, 0) + 1
 
     @property
     def last_trace(self) -> CallTrace | None:

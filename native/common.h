@@ -4,6 +4,8 @@
 
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 #include "mlx/array.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
+#include "mlx/utils.h"
 
 namespace autoperfect {
 
@@ -74,5 +77,55 @@ inline std::vector<mlx::core::Shape> output_shapes(
   }
   return shapes;
 }
+
+// A launch made once, then called with its inputs only. The outputs' shapes and dtypes are checked
+// and converted when it is made, and its primitive is made once per stream and shared by every call
+// (a primitive holds no per-call state: MLX's own graph transforms share them between arrays too),
+// so a call costs the host what MLX's graph building costs, not our arguments' conversions.
+class Launcher {
+ public:
+  using Make = std::function<std::shared_ptr<mlx::core::Primitive>(mlx::core::Stream)>;
+
+  Launcher(
+      std::string name,
+      mlx::core::Device device,
+      size_t inputs,
+      const std::vector<std::vector<int>>& out_shapes,
+      std::vector<mlx::core::Dtype> out_dtypes,
+      Make make)
+      : name_(std::move(name)),
+        device_(device),
+        inputs_(inputs),
+        shapes_(output_shapes(name_, out_shapes, out_dtypes)),
+        dtypes_(std::move(out_dtypes)),
+        make_(std::move(make)) {}
+
+  std::vector<array> operator()(const std::vector<array>& inputs) {
+    // the kernel's ABI is its inputs then its outputs: another count would pass it wrong pointers
+    if (inputs.size() != inputs_) {
+      std::ostringstream msg;
+      msg << name_ << ": takes " << inputs_ << " inputs, got " << inputs.size();
+      throw std::invalid_argument(msg.str());
+    }
+    mlx::core::Stream s = mlx::core::to_stream({}, device_);
+    if (!op_ || !(op_->stream() == s)) {
+      op_ = make_(s);
+    }
+    return array::make_arrays(shapes_, dtypes_, op_, row_contiguous(inputs, s));
+  }
+
+  const std::string& name() const {
+    return name_;
+  }
+
+ private:
+  std::string name_;
+  mlx::core::Device device_;
+  size_t inputs_;
+  std::vector<mlx::core::Shape> shapes_;
+  std::vector<mlx::core::Dtype> dtypes_;
+  Make make_;
+  std::shared_ptr<mlx::core::Primitive> op_;
+};
 
 } // namespace autoperfect

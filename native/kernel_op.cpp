@@ -4,7 +4,8 @@
 //     void f(void **bufs, const int64_t *dims, const int64_t *strides)
 // (inputs then outputs in `bufs`, every buffer row-contiguous). KernelOp holds the kernel's
 // address and its launch (dims, per-input strides), so one extension serves every kernel: Python
-// passes the address it took from the kernel's already-built shared library. Outputs are allocated
+// passes the address it took from the kernel's already-built shared library, once per launch to
+// `launcher` (common.h: Launcher), whose calls then pass only the inputs. Outputs are allocated
 // by MLX's allocator and the call is queued on the CPU stream's command encoder, as MLX's own CPU
 // ops do, so the op is lazy, composes with other ops and runs inside mx.compile'd code.
 
@@ -89,32 +90,56 @@ class KernelOp : public FixedLaunch {
   std::vector<int64_t> strides_;
 };
 
+Launcher launcher(
+    std::uintptr_t fn_address,
+    size_t inputs,
+    std::vector<int64_t> dims,
+    std::vector<int64_t> strides,
+    const std::vector<std::vector<int>>& out_shapes,
+    std::vector<Dtype> out_dtypes,
+    std::string name) {
+  if (fn_address == 0) {
+    throw std::invalid_argument(name + ": null kernel address");
+  }
+  if (dims.empty() || strides.size() < inputs * dims.size()) {
+    throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
+  }
+  return Launcher(
+      name, Device::cpu, inputs, out_shapes, std::move(out_dtypes),
+      [=](Stream s) { return std::make_shared<KernelOp>(s, fn_address, dims, strides, name); });
+}
+
 std::vector<array> kernel_call(
     const std::vector<array>& inputs,
     std::uintptr_t fn_address,
     std::vector<int64_t> dims,
     std::vector<int64_t> strides,
     const std::vector<std::vector<int>>& out_shapes,
-    const std::vector<Dtype>& out_dtypes,
+    std::vector<Dtype> out_dtypes,
     std::string name) {
-  if (fn_address == 0) {
-    throw std::invalid_argument(name + ": null kernel address");
-  }
-  auto shapes = output_shapes(name, out_shapes, out_dtypes);
-  if (dims.empty() || strides.size() < inputs.size() * dims.size()) {
-    throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
-  }
-  Stream s = to_stream({}, Device::cpu);
-  auto args = row_contiguous(inputs, s);
-  auto op = std::make_shared<KernelOp>(
-      s, fn_address, std::move(dims), std::move(strides), std::move(name));
-  return array::make_arrays(std::move(shapes), out_dtypes, op, args);
+  return launcher(fn_address, inputs.size(), std::move(dims), std::move(strides), out_shapes,
+                  std::move(out_dtypes), std::move(name))(inputs);
 }
 
 } // namespace autoperfect
 
 NB_MODULE(_kernel_op, m) {
   m.doc() = "Auto-Perfect's generic MLX primitive for generated CPU kernels";
+  nb::class_<autoperfect::Launcher>(m, "Launcher")
+      .def("__call__", &autoperfect::Launcher::operator(), "inputs"_a,
+           "Lazy MLX arrays: the launch's outputs on `inputs`.")
+      .def_prop_ro("name", &autoperfect::Launcher::name);
+  m.def(
+      "launcher",
+      &autoperfect::launcher,
+      "fn_address"_a,
+      "inputs"_a,
+      "dims"_a,
+      "strides"_a,
+      "out_shapes"_a,
+      "out_dtypes"_a,
+      "name"_a,
+      "The kernel at `fn_address` (KernelIR ABI) at one launch, made once: call it with its inputs.");
   m.def(
       "kernel_call",
       &autoperfect::kernel_call,

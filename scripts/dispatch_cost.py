@@ -53,8 +53,9 @@ for size in sys.argv[1:]:
     prog = program(f, {k.name: kern})
     jitted = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False)
     mx.eval(jitted(x), prog(x), kern([x]))
-    calls = {"mlx": lambda: softmax(x), "kernel": lambda: kern([x])[0], "program": lambda: prog(x),
-             "jit": lambda: jitted(x)}
+    bound = kern.bind(k.launch)
+    calls = {"mlx": lambda: softmax(x), "bound": lambda: bound([x])[0], "kernel": lambda: kern([x])[0],
+             "program": lambda: prog(x), "jit": lambda: jitted(x)}
     if backend == "cuda" and kern.fn is None:
         args = kern.launch_args(k.launch)
         entry, cubin = be.instance(kern.source, args["template"])

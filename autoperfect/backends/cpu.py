@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Sequence
 
@@ -204,7 +204,7 @@ class Kernel:
         self.ext = None if dispatch == "ctypes" else native.load()
         if dispatch == "native" and self.ext is None:
             raise native.NativeBuildError(f"native dispatch is not available: {native.describe()['why']}")
-        self._native_args: dict[Launch, tuple] = {}
+        self._launchers: dict[Launch, object] = {}
 
     @property
     def dispatch(self) -> str:
@@ -213,7 +213,7 @@ class Kernel:
     def __call__(self, inputs: Sequence, launch: Launch | None = None) -> list:
         launch = launch or self.k.launch
         if self.ext is not None:
-            return self.ext.kernel_call(list(inputs), self.address, *self._launch_args(launch))
+            return self.bind(launch)(list(inputs))
         import mlx.core as mx
 
         mx.eval(*inputs)
@@ -224,14 +224,20 @@ class Kernel:
         self.run_numpy(views, launch)
         return outs
 
-    def _launch_args(self, launch: Launch) -> tuple:
-        """kernel_call's arguments after the inputs and the address, made once per launch."""
-        args = self._native_args.get(launch)
-        if args is None:
-            args = self._native_args[launch] = (
-                list(launch.dims), self.flat_strides(launch), [list(s) for s in launch.out_shapes],
-                [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
-        return args
+    def bind(self, launch: Launch):
+        """The call at one launch, made once: a callable of the input list. Natively the extension's
+        Launcher (its arguments converted once, so a call passes only the inputs), else this
+        kernel's ctypes call at that launch."""
+        bound = self._launchers.get(launch)
+        if bound is None:
+            if self.ext is None:
+                bound = partial(self.__call__, launch=launch)
+            else:
+                bound = self.ext.launcher(self.address, len(self.k.inputs), list(launch.dims),
+                                          self.flat_strides(launch), [list(s) for s in launch.out_shapes],
+                                          [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
+            self._launchers[launch] = bound
+        return bound
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on numpy buffers (inputs then outputs), e.g. poisoned outputs in the judge."""

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Sequence
 
@@ -452,7 +452,7 @@ class Kernel:
         self._launches: dict[Launch, dict] = {}
         self._instances: dict[Launch, tuple[str, bytes]] = {}
         self.ext = native.load(ext=native.CUDA) if self.fn is None and dispatch == "auto" else None
-        self._native: dict[Launch, tuple] = {}  # per launch: kernel_call's arguments after the inputs
+        self._native: dict[Launch, object] = {}  # per launch: its bound call (bind)
 
     @classmethod
     def precompiles(cls) -> bool:
@@ -518,25 +518,38 @@ class Kernel:
             init_value=args.get("init_value"), ensure_row_contiguous=True)
 
     def _native_call(self, inputs: Sequence, launch: Launch, out_shapes, init) -> list:
-        """The call through our primitive: the instance loaded once, its grid counted in blocks as
-        MLX's custom kernel counts it (threads rounded up to whole blocks); `init` becomes each
-        output's fill, in that output's dtype."""
-        fixed = self._native.get(launch)
-        if fixed is None:
-            args = self.launch_args(launch)
-            entry, cubin = self._instance(launch)
-            block = args["threadgroup"]
-            grid = [-(-g // b) for g, b in zip(args["grid"], block)]
-            fixed = self._native[launch] = (self.ext.load(cubin, entry), grid, list(block),
-                                            args["output_shapes"], entry)
-        handle, grid, block, shapes, entry = fixed
+        """The call through our primitive; `init` becomes each output's fill, in that output's dtype."""
         if out_shapes is None:
-            return self.ext.kernel_call(list(inputs), handle, grid, block, shapes, self.out_dtypes, entry)
+            return self.bind(launch)(list(inputs))
         import mlx.core as mx
 
+        handle, grid, block, entry = self._loaded(launch)
         fills = [_bits(mx.full((1,), init, dtype)).item() for dtype in self.out_dtypes]
-        return self.ext.kernel_call(list(inputs), handle, grid, block, [list(s) for s in out_shapes],
-                                    self.out_dtypes, entry, fills)
+        return self.ext.launcher(handle, len(self.k.inputs), grid, block, [list(s) for s in out_shapes],
+                                 self.out_dtypes, entry, fills)(list(inputs))
+
+    def _loaded(self, launch: Launch) -> tuple:
+        """(handle, grid, block, entry) of the launch's instance, loaded once by our primitive: its grid
+        counted in blocks as MLX's custom kernel counts it (threads rounded up to whole blocks)."""
+        args = self.launch_args(launch)
+        entry, cubin = self._instance(launch)
+        block = list(args["threadgroup"])
+        grid = [-(-g // b) for g, b in zip(args["grid"], block)]
+        return self.ext.load(cubin, entry), grid, block, entry
+
+    def bind(self, launch: Launch):
+        """The call at one launch, made once: a callable of the input list (our primitive's Launcher,
+        whose calls pass only the inputs, where it is built; else this kernel's call at that launch)."""
+        bound = self._native.get(launch)
+        if bound is None:
+            if self.ext is None:
+                bound = partial(self.__call__, launch=launch)
+            else:
+                handle, grid, block, entry = self._loaded(launch)
+                bound = self.ext.launcher(handle, len(self.k.inputs), grid, block,
+                                          self.launch_args(launch)["output_shapes"], self.out_dtypes, entry)
+            self._native[launch] = bound
+        return bound
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on the judge's numpy buffers (inputs, then poisoned outputs). The outputs are made on

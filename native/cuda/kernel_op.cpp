@@ -3,7 +3,7 @@
 // An instance is a cubin nvcc built from a rendered kernel at one launch's template constants
 // (autoperfect.backends.cuda.instance): `extern "C" __global__ void entry(const T* in..., T* out...)`,
 // every size baked in. `load` loads a cubin once per process and returns its function's handle;
-// `kernel_call` makes the lazy op. Its evaluation does what MLX's own custom-kernel primitive does
+// `launcher` makes a launch once and `kernel_call` a single call; either makes the lazy op. Its evaluation does what MLX's own custom-kernel primitive does
 // (outputs from MLX's allocator, a kernel node in the stream's CUDA graph), without what that op
 // costs on the host at every call: its Python arguments, its primitive carrying the cubin's bytes,
 // and the lookup of the module by name (9-16 us a call on the H200, docs/gpu-h200.md run 11).
@@ -144,19 +144,18 @@ class CudaKernelOp : public FixedLaunch {
   std::vector<uint32_t> fills_;  // empty: no fill
 };
 
-std::vector<array> kernel_call(
-    const std::vector<array>& inputs,
+Launcher launcher(
     std::uintptr_t fn_handle,
+    size_t inputs,
     const std::vector<unsigned int>& grid,
     const std::vector<unsigned int>& block,
     const std::vector<std::vector<int>>& out_shapes,
-    const std::vector<Dtype>& out_dtypes,
+    std::vector<Dtype> out_dtypes,
     std::string name,
     std::vector<uint32_t> fills) {
   if (fn_handle == 0) {
     throw std::invalid_argument(name + ": null kernel handle (load the instance first)");
   }
-  auto shapes = output_shapes(name, out_shapes, out_dtypes);
   if (grid.size() != 3 || block.size() != 3) {
     throw std::invalid_argument(name + ": grid and block need three dimensions each");
   }
@@ -168,12 +167,24 @@ std::vector<array> kernel_call(
       throw std::invalid_argument(name + ": a grid or block dimension is 0");
     }
   }
-  Stream s = to_stream({}, Device::gpu);
-  auto args = row_contiguous(inputs, s);
-  auto op = std::make_shared<CudaKernelOp>(
-      s, reinterpret_cast<CUfunction>(fn_handle), dim3(grid[0], grid[1], grid[2]),
-      dim3(block[0], block[1], block[2]), std::move(fills), std::move(name));
-  return array::make_arrays(std::move(shapes), out_dtypes, op, args);
+  auto fn = reinterpret_cast<CUfunction>(fn_handle);
+  dim3 g(grid[0], grid[1], grid[2]), b(block[0], block[1], block[2]);
+  return Launcher(
+      name, Device::gpu, inputs, out_shapes, std::move(out_dtypes),
+      [=](Stream s) { return std::make_shared<CudaKernelOp>(s, fn, g, b, fills, name); });
+}
+
+std::vector<array> kernel_call(
+    const std::vector<array>& inputs,
+    std::uintptr_t fn_handle,
+    const std::vector<unsigned int>& grid,
+    const std::vector<unsigned int>& block,
+    const std::vector<std::vector<int>>& out_shapes,
+    std::vector<Dtype> out_dtypes,
+    std::string name,
+    std::vector<uint32_t> fills) {
+  return launcher(fn_handle, inputs.size(), grid, block, out_shapes, std::move(out_dtypes),
+                  std::move(name), std::move(fills))(inputs);
 }
 
 } // namespace autoperfect
@@ -186,6 +197,23 @@ NB_MODULE(_cuda_kernel_op, m) {
       "cubin"_a,
       "entry"_a,
       "The handle of `entry` in `cubin`, loaded once per process.");
+  nb::class_<autoperfect::Launcher>(m, "Launcher")
+      .def("__call__", &autoperfect::Launcher::operator(), "inputs"_a,
+           "Lazy MLX arrays: the launch's outputs on `inputs`.")
+      .def_prop_ro("name", &autoperfect::Launcher::name);
+  m.def(
+      "launcher",
+      &autoperfect::launcher,
+      "fn_handle"_a,
+      "inputs"_a,
+      "grid"_a,
+      "block"_a,
+      "out_shapes"_a,
+      "out_dtypes"_a,
+      "name"_a,
+      "fills"_a = std::vector<uint32_t>{},
+      "The instance `fn_handle` at one launch (a grid counted in blocks), made once: call it with "
+      "its inputs; `fills`: each output's elements set to these bits first (the judge's).");
   m.def(
       "kernel_call",
       &autoperfect::kernel_call,
