@@ -1,6 +1,7 @@
 """What one call of a small op costs on MLX's default device, layer by layer: MLX's own op, the
 backend's raw custom-kernel call (cuda: mx.fast.precompiled_cuda_kernel with its arguments made
-once), the loaded kernel (`Kernel.__call__`: on CUDA through our primitive where it is built, and
+once), the kernel bound to its launch (`Kernel.bind`, what a program calls), the loaded kernel
+(`Kernel.__call__`: on CUDA through our primitive where it is built, and
 the same instance through precompiled_cuda_kernel beside it), the op's program, and autoperfect.jit. Each is timed
 two ways in shuffled rounds: the host's time to build a call's graph without evaluating it
 (1000 calls, evaluated afterwards; 7 rounds), and ten calls queued and waited for once, per call:
