@@ -83,7 +83,7 @@ def _version(package: str) -> str:
 @lru_cache(maxsize=None)
 def build_key(ext: Extension = CPU) -> str:
     """What the built extension depends on: its sources, the mlx and nanobind it was built with,
-    and the Python ABI it was built for. Computed once per process (kernel_call asks every call)."""
+    and the Python ABI it was built for. Computed once per process."""
     where = SOURCE_DIR / ext.folder
     if not where.is_dir():
         raise NativeBuildError(f"the extension's sources are not at {where}: install from a "
@@ -174,7 +174,7 @@ def load(cache_dir: Path | None = None, ext: Extension = CPU) -> ModuleType | No
 
     A build that exists but does not load (an mlx or nanobind changed under it) warns once: the
     kernels still run, through ctypes. Once loaded, the module is kept per `cache_dir`, so a call
-    costs a dictionary lookup (kernel_call asks every time)."""
+    costs a dictionary lookup."""
     if os.environ.get(DISABLE) == "0":
         return None
     if (cache_dir, ext) in _loaded:
@@ -220,8 +220,8 @@ def kernel_call(inputs: Sequence, fn_address: int, dims: Sequence[int], strides:
     ext = load()
     if ext is None:
         raise NativeBuildError(f"native dispatch is not available: {describe()['why']}")
-    return ext.kernel_call(list(inputs), fn_address, list(dims), list(strides) or [0],
-                           [list(s) for s in out_shapes], list(out_dtypes), name)
+    return ext.launcher(fn_address, len(inputs), list(dims), list(strides) or [0],
+                        [list(s) for s in out_shapes], list(out_dtypes), name)(list(inputs))
 
 
 def compare(op: str, config: str, shapes: dict[str, tuple[int, ...]], repeats: int) -> str:

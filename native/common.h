@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
 #include "mlx/array.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
@@ -78,10 +82,13 @@ inline std::vector<mlx::core::Shape> output_shapes(
   return shapes;
 }
 
-// A launch made once, then called with its inputs only. The outputs' shapes and dtypes are checked
-// and converted when it is made, and its primitive is made once per stream and shared by every call
-// (a primitive holds no per-call state: MLX's own graph transforms share them between arrays too),
-// so a call costs the host what MLX's graph building costs, not our arguments' conversions.
+// A launch made once, then called with its inputs only: the outputs' shapes and dtypes are checked
+// and converted when it is made, so a call costs the host MLX's graph building and a new primitive,
+// not our arguments' conversions. Each call gets its own primitive: mx.compile takes arrays that
+// share one for siblings and would not merge two equal calls. (`Tag` keeps the two extensions'
+// Launchers distinct C++ types: nanobind refuses a type registered twice in one process, and a
+// process may load both.)
+template <class Tag>
 class Launcher {
  public:
   using Make = std::function<std::shared_ptr<mlx::core::Primitive>(mlx::core::Stream)>;
@@ -108,10 +115,7 @@ class Launcher {
       throw std::invalid_argument(msg.str());
     }
     mlx::core::Stream s = mlx::core::to_stream({}, device_);
-    if (!op_ || !(op_->stream() == s)) {
-      op_ = make_(s);
-    }
-    return array::make_arrays(shapes_, dtypes_, op_, row_contiguous(inputs, s));
+    return array::make_arrays(shapes_, dtypes_, make_(s), row_contiguous(inputs, s));
   }
 
   const std::string& name() const {
@@ -125,7 +129,15 @@ class Launcher {
   std::vector<mlx::core::Shape> shapes_;
   std::vector<mlx::core::Dtype> dtypes_;
   Make make_;
-  std::shared_ptr<mlx::core::Primitive> op_;
 };
+
+// The Python class of a Launcher: called with the list of its inputs.
+template <class L>
+void bind_launcher(nanobind::module_& m) {
+  using namespace nanobind::literals;
+  nanobind::class_<L>(m, "Launcher")
+      .def("__call__", &L::operator(), "inputs"_a, "Lazy MLX arrays: the launch's outputs on `inputs`.")
+      .def_prop_ro("name", &L::name);
+}
 
 } // namespace autoperfect

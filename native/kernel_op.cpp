@@ -90,7 +90,9 @@ class KernelOp : public FixedLaunch {
   std::vector<int64_t> strides_;
 };
 
-Launcher launcher(
+using CpuLauncher = Launcher<struct CpuKernels>;
+
+CpuLauncher launcher(
     std::uintptr_t fn_address,
     size_t inputs,
     std::vector<int64_t> dims,
@@ -104,31 +106,16 @@ Launcher launcher(
   if (dims.empty() || strides.size() < inputs * dims.size()) {
     throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
   }
-  return Launcher(
+  return CpuLauncher(
       name, Device::cpu, inputs, out_shapes, std::move(out_dtypes),
       [=](Stream s) { return std::make_shared<KernelOp>(s, fn_address, dims, strides, name); });
-}
-
-std::vector<array> kernel_call(
-    const std::vector<array>& inputs,
-    std::uintptr_t fn_address,
-    std::vector<int64_t> dims,
-    std::vector<int64_t> strides,
-    const std::vector<std::vector<int>>& out_shapes,
-    std::vector<Dtype> out_dtypes,
-    std::string name) {
-  return launcher(fn_address, inputs.size(), std::move(dims), std::move(strides), out_shapes,
-                  std::move(out_dtypes), std::move(name))(inputs);
 }
 
 } // namespace autoperfect
 
 NB_MODULE(_kernel_op, m) {
   m.doc() = "Auto-Perfect's generic MLX primitive for generated CPU kernels";
-  nb::class_<autoperfect::Launcher>(m, "Launcher")
-      .def("__call__", &autoperfect::Launcher::operator(), "inputs"_a,
-           "Lazy MLX arrays: the launch's outputs on `inputs`.")
-      .def_prop_ro("name", &autoperfect::Launcher::name);
+  autoperfect::bind_launcher<autoperfect::CpuLauncher>(m);
   m.def(
       "launcher",
       &autoperfect::launcher,
@@ -140,15 +127,4 @@ NB_MODULE(_kernel_op, m) {
       "out_dtypes"_a,
       "name"_a,
       "The kernel at `fn_address` (KernelIR ABI) at one launch, made once: call it with its inputs.");
-  m.def(
-      "kernel_call",
-      &autoperfect::kernel_call,
-      "inputs"_a,
-      "fn_address"_a,
-      "dims"_a,
-      "strides"_a,
-      "out_shapes"_a,
-      "out_dtypes"_a,
-      "name"_a,
-      "Lazy MLX arrays computed by the kernel at `fn_address` (KernelIR ABI) on `inputs`.");
 }

@@ -177,6 +177,19 @@ def test_runs_inside_mx_compile_and_merges_only_equal_calls(ext, probe):
         assert probe.probe_calls() == before + runs
 
 
+def test_a_launch_bound_once_serves_every_call_and_stream(ext, probe):
+    bound = ext.launcher(address(probe, "probe_add"), 1, [4], [1], [[4]], [mx.float32], "probe_add")
+    x, y = mx.arange(4, dtype=mx.float32), mx.arange(4, dtype=mx.float32) * 10
+    before = probe.probe_calls()
+    f = mx.compile(lambda a, b: bound([a])[0] + bound([a])[0] + bound([b])[0])
+    assert np.array_equal(np.array(f(x, y)), 2 * (np.arange(4) + 1) + np.arange(4) * 10 + 1)
+    assert probe.probe_calls() == before + 2, "equal calls merge, calls on other inputs do not"
+    with mx.stream(mx.new_stream(mx.cpu)):
+        assert np.array_equal(np.array(bound([y])[0]), np.arange(4) * 10 + 1)
+    with pytest.raises(ValueError, match="probe_add: takes 1 inputs, got 2"):
+        bound([x, y])
+
+
 def test_a_whole_program_compiles(ext):
     case = BY_NAME["config_add_rmsnorm"]
     prog = programs(case)["native"]

@@ -3,10 +3,11 @@
 // An instance is a cubin nvcc built from a rendered kernel at one launch's template constants
 // (autoperfect.backends.cuda.instance): `extern "C" __global__ void entry(const T* in..., T* out...)`,
 // every size baked in. `load` loads a cubin once per process and returns its function's handle;
-// `launcher` makes a launch once and `kernel_call` a single call; either makes the lazy op. Its evaluation does what MLX's own custom-kernel primitive does
-// (outputs from MLX's allocator, a kernel node in the stream's CUDA graph), without what that op
-// costs on the host at every call: its Python arguments, its primitive carrying the cubin's bytes,
-// and the lookup of the module by name (9-16 us a call on the H200, docs/gpu-h200.md run 11).
+// `launcher` makes one launch's Launcher (common.h), whose calls make the lazy op. Its evaluation
+// does what MLX's own custom-kernel primitive does (outputs from MLX's allocator, a kernel node in
+// the stream's CUDA graph), without what that op costs on the host at every call: its Python
+// arguments, its primitive carrying the cubin's bytes, and the lookup of the module by name (9-16 us
+// a call on the H200, docs/gpu-h200.md run 11).
 
 #include <cstdint>
 #include <cstring>
@@ -144,7 +145,9 @@ class CudaKernelOp : public FixedLaunch {
   std::vector<uint32_t> fills_;  // empty: no fill
 };
 
-Launcher launcher(
+using CudaLauncher = Launcher<struct CudaKernels>;
+
+CudaLauncher launcher(
     std::uintptr_t fn_handle,
     size_t inputs,
     const std::vector<unsigned int>& grid,
@@ -169,22 +172,9 @@ Launcher launcher(
   }
   auto fn = reinterpret_cast<CUfunction>(fn_handle);
   dim3 g(grid[0], grid[1], grid[2]), b(block[0], block[1], block[2]);
-  return Launcher(
+  return CudaLauncher(
       name, Device::gpu, inputs, out_shapes, std::move(out_dtypes),
       [=](Stream s) { return std::make_shared<CudaKernelOp>(s, fn, g, b, fills, name); });
-}
-
-std::vector<array> kernel_call(
-    const std::vector<array>& inputs,
-    std::uintptr_t fn_handle,
-    const std::vector<unsigned int>& grid,
-    const std::vector<unsigned int>& block,
-    const std::vector<std::vector<int>>& out_shapes,
-    std::vector<Dtype> out_dtypes,
-    std::string name,
-    std::vector<uint32_t> fills) {
-  return launcher(fn_handle, inputs.size(), grid, block, out_shapes, std::move(out_dtypes),
-                  std::move(name), std::move(fills))(inputs);
 }
 
 } // namespace autoperfect
@@ -197,10 +187,7 @@ NB_MODULE(_cuda_kernel_op, m) {
       "cubin"_a,
       "entry"_a,
       "The handle of `entry` in `cubin`, loaded once per process.");
-  nb::class_<autoperfect::Launcher>(m, "Launcher")
-      .def("__call__", &autoperfect::Launcher::operator(), "inputs"_a,
-           "Lazy MLX arrays: the launch's outputs on `inputs`.")
-      .def_prop_ro("name", &autoperfect::Launcher::name);
+  autoperfect::bind_launcher<autoperfect::CudaLauncher>(m);
   m.def(
       "launcher",
       &autoperfect::launcher,
@@ -214,17 +201,4 @@ NB_MODULE(_cuda_kernel_op, m) {
       "fills"_a = std::vector<uint32_t>{},
       "The instance `fn_handle` at one launch (a grid counted in blocks), made once: call it with "
       "its inputs; `fills`: each output's elements set to these bits first (the judge's).");
-  m.def(
-      "kernel_call",
-      &autoperfect::kernel_call,
-      "inputs"_a,
-      "fn_handle"_a,
-      "grid"_a,
-      "block"_a,
-      "out_shapes"_a,
-      "out_dtypes"_a,
-      "name"_a,
-      "fills"_a = std::vector<uint32_t>{},
-      "Lazy MLX arrays computed by the instance `fn_handle` (a grid counted in blocks) on `inputs`; "
-      "`fills`: each output's elements set to these bits first (the judge's).");
 }

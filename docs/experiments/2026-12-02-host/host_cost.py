@@ -1,0 +1,43 @@
+"""Host cost of one warm softmax call over 1x4096 on the default device, graph building only: MLX's
+op, the program (pipeline.program) and autoperfect.jit, in 40 interleaved rounds of 500 calls each
+(each round's calls evaluated after its clock stops); best round and median, us a call. Run it from
+a checkout's root to measure that checkout (e.g. an older commit in a git worktree):
+
+    PYTHONPATH=. python docs/experiments/2026-12-02-host/host_cost.py
+"""
+import tempfile
+import time
+
+import mlx.core as mx
+import numpy as np
+
+import autoperfect
+
+
+def softmax(x):
+    return mx.softmax(x, axis=-1)
+
+
+x = mx.random.normal((1, 4096))
+mx.eval(x)
+jitted = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False)
+mx.eval(jitted(x))
+prog = next(iter(jitted._plans.values())).run
+
+
+def host(call, n=500):
+    outs = []
+    start = time.perf_counter()
+    for _ in range(n):
+        outs.append(call())
+    took = (time.perf_counter() - start) / n
+    mx.eval(outs)
+    return took * 1e6
+
+
+calls = {"mlx": lambda: softmax(x), "program": lambda: prog(x), "jit": lambda: jitted(x)}
+times = {name: [] for name in calls}
+for _ in range(40):
+    for name, call in calls.items():
+        times[name].append(host(call))
+print({name: (round(min(t), 2), round(float(np.median(t)), 2)) for name, t in times.items()})
