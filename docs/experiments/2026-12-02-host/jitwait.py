@@ -1,0 +1,31 @@
+"""One call per wait at one row (softmax over 1x4096, 41 interleaved rounds, with and without
+Python's GC, then each in a loop of 200 waits): MLX, the jit running MLX (its plan forced eager), the
+jit running its kernel, the kernel's program; medians, us a call:
+
+    PYTHONPATH=. python docs/experiments/2026-12-02-host/jitwait.py
+"""
+import tempfile, time, sys, gc
+import mlx.core as mx, numpy as np
+import autoperfect
+from autoperfect import bench
+def softmax(x): return mx.softmax(x, axis=-1)
+x = mx.random.normal((1, 4096)); mx.eval(x)
+jk = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(jk(x))
+prog = next(iter(jk._plans.values())).run
+je = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(je(x))
+next(iter(je._plans.values())).to_mlx("forced")
+calls = {"mlx": lambda: mx.eval(softmax(x)), "jit_eager": lambda: mx.eval(je(x)),
+         "jit_kernel": lambda: mx.eval(jk(x)), "program": lambda: mx.eval(prog(x)),
+         "mlx_then_pc": lambda: (mx.eval(softmax(x)), time.perf_counter())}
+for gcmode in ("on", "off"):
+    if gcmode == "off": gc.disable()
+    s = bench.time_interleaved(calls, 5, 41, 1)
+    print("gc", gcmode, {k: round(float(np.median(v)) * 1e6, 1) for k, v in s.items()}, flush=True)
+gc.enable()
+# the same, each timed in a tight loop of 200 waits
+for name, c in calls.items():
+    for _ in range(20): c()
+    t = time.perf_counter()
+    for _ in range(200): c()
+    print("loop", name, round((time.perf_counter() - t) / 200 * 1e6, 1), flush=True)
+print(je.last_trace.describe())
