@@ -217,7 +217,8 @@ class RegionTrace:
     variant: str = ""
     dispatch: str = ""           # "native" or mx.fast's kernel factory: the call queues an MLX op;
     #                              "ctypes": it runs the kernel
-    seconds: float | None = None  # the call's wall time: the whole kernel only under ctypes dispatch
+    seconds: float | None = None  # under ctypes dispatch the kernel's run (it runs at once); None where
+    #                               the call queues an MLX op (its host time says nothing of the kernel)
     lines: tuple[str, ...] = ()  # the user's source lines the region computes
     why: str = ""                # why the region ran in MLX
 
@@ -288,6 +289,10 @@ class _Timed:
 
     def __init__(self, kernel, name: str, plan: Plan):
         self.kernel, self.name, self.plan = kernel, name, plan
+
+    @property
+    def dispatch(self) -> str:
+        return self.kernel.dispatch
 
     def __call__(self, inputs, launch=None):
         start = time.perf_counter()
@@ -655,8 +660,11 @@ class Jit:
         usable = {name for name, (entry, _) in found.items() if entry.passed}
         plan = Plan((), None, structure)
         kernels = {k.name: k for k in f.kernels if k is not None and k.name in usable}
-        loaded = {name: _Timed(be.Kernel(k, str(found[name][0].library)), name, plan)
-                  for name, k in kernels.items()}
+        loaded = {name: be.Kernel(k, str(found[name][0].library)) for name, k in kernels.items()}
+        # a kernel that runs at once (ctypes) is timed; a call that queues an MLX op is not: its host
+        # time says nothing of the kernel, and timing it costs a warm call a layer of Python
+        loaded = {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes" else kern
+                  for name, kern in loaded.items()}
         regions = []
         for region, k in zip(f.partition.regions, f.kernels):
             if k is None:
@@ -664,7 +672,7 @@ class Jit:
             elif k.name in usable:
                 entry, source = found[k.name]
                 regions.append(RegionTrace(region.index, k.name, source, entry.variant,
-                                           loaded[k.name].kernel.dispatch, lines=k.lines))
+                                           loaded[k.name].dispatch, lines=k.lines))
             else:
                 regions.append(RegionTrace(region.index, "mlx", lines=k.lines,
                                            why=f"{k.name}: {why[k.name]}"))

@@ -14,12 +14,31 @@ jk = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval
 prog = next(iter(jk._plans.values())).run
 je = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(je(x))
 next(iter(je._plans.values())).to_mlx("forced")
+jq = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(jq(x))
+next(iter(jq._plans.values())).to_mlx("forced")
+jq._note = lambda *a, **k: None  # the eager jit without its records
+
+
+def busy(us):
+    end = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < end:
+        pass
+
+
+def late():  # MLX's op, 3 us of host work between building it and waiting for it
+    y = softmax(x)
+    busy(3)
+    mx.eval(y)
+
+
 calls = {"mlx": lambda: mx.eval(softmax(x)), "jit_eager": lambda: mx.eval(je(x)),
+         "jit_eager_no_records": lambda: mx.eval(jq(x)), "mlx_after_3us": lambda: (busy(3), mx.eval(softmax(x))),
+         "mlx_3us_before_eval": late,
          "jit_kernel": lambda: mx.eval(jk(x)), "program": lambda: mx.eval(prog(x)),
          "mlx_then_pc": lambda: (mx.eval(softmax(x)), time.perf_counter())}
 for gcmode in ("on", "off"):
     if gcmode == "off": gc.disable()
-    s = bench.time_interleaved(calls, 5, 41, 1)
+    s = bench.time_interleaved(calls, 5, int(sys.argv[1]) if len(sys.argv) > 1 else 41, 1)
     print("gc", gcmode, {k: round(float(np.median(v)) * 1e6, 1) for k, v in s.items()}, flush=True)
 gc.enable()
 # the same, each timed in a tight loop of 200 waits
