@@ -62,6 +62,20 @@ def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, r
     return samples
 
 
+def host_seconds(call: Callable[[], object], n: int = 1000) -> float:
+    """Seconds one call spends on the host building its MLX graph: `n` calls, their outputs
+    evaluated after the clock stops (so the kernels' run is left out)."""
+    import mlx.core as mx
+
+    outs = []
+    start = time.perf_counter()
+    for _ in range(n):
+        outs.append(call())
+    took = (time.perf_counter() - start) / n
+    mx.eval(outs)
+    return took
+
+
 def time_burst(call: Callable[[], object], burst: int) -> float:
     start = time.perf_counter()
     for _ in range(burst):

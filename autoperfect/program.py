@@ -53,15 +53,15 @@ class Program:
     def __call__(self, *inputs):
         if self._calls is None:
             self._resolve()
+        if len(inputs) != len(self._inputs):
+            raise TypeError(f"{self.graph.name} takes {len(self._inputs)} arrays, got {len(inputs)}")
         if self._slots is not None:
-            if len(inputs) != len(self._inputs):
-                raise TypeError(f"{self.graph.name} takes {len(self._inputs)} arrays, got {len(inputs)}")
             steps, outs = self._slots
             values = list(inputs)
             for call, reads in steps:
                 values += call([values[i] for i in reads])
             return values[outs[0]] if len(outs) == 1 else tuple([values[i] for i in outs])
-        env = self._env_with_inputs(inputs)
+        env = dict(zip(self._inputs, inputs))
         value = self._mlx_value
         for call, reads, writes in self._calls:
             if call is None:
@@ -98,11 +98,6 @@ class Program:
             if all(o in slot for o in self.graph.outputs):
                 self._slots = (tuple(steps), tuple(slot[o] for o in self.graph.outputs))
         self._calls = tuple(calls)
-
-    def _env_with_inputs(self, inputs) -> dict:
-        if len(inputs) != len(self._inputs):
-            raise TypeError(f"{self.graph.name} takes {len(self._inputs)} arrays, got {len(inputs)}")
-        return dict(zip(self._inputs, inputs))
 
     def _mlx_value(self, env: dict, i: int):
         """MLX value of node i, computing views and constants on demand."""

@@ -285,26 +285,13 @@ class Plan:
 
 
 class _Timed:
-    """A loaded kernel that records how long each call took into its plan."""
+    """A kernel that runs at once (ctypes dispatch), each call's time recorded into its plan."""
 
     def __init__(self, kernel, name: str, plan: Plan):
         self.kernel, self.name, self.plan = kernel, name, plan
 
-    @property
-    def dispatch(self) -> str:
-        return self.kernel.dispatch
-
-    def __call__(self, inputs, launch=None):
-        start = time.perf_counter()
-        out = self.kernel(inputs, launch)
-        self.plan.times.append((self.name, time.perf_counter() - start))
-        return out
-
     def bind(self, launch):
-        """The kernel's call at one launch (its own `bind` where it has one), timed the same way."""
-        bind = getattr(self.kernel, "bind", None)
-        call = bind(launch) if bind is not None else functools.partial(self.kernel, launch=launch)
-        times, name, clock = self.plan.times, self.name, time.perf_counter
+        call, times, name, clock = self.kernel.bind(launch), self.plan.times, self.name, time.perf_counter
 
         def timed(inputs):
             start = clock()
@@ -452,8 +439,8 @@ class Jit:
         start = time.perf_counter()
         # a signature seen before, found by its arrays' own shape and dtype objects (what _signature
         # makes of them costs more than the rest of a warm call's host work)
-        warm = None if kwargs else self._warm.get(tuple([(a.shape, a.dtype) for a in args
-                                                         if type(a) is self._array]))
+        key = None if kwargs else tuple([(a.shape, a.dtype) for a in args if type(a) is self._array])
+        warm = self._warm.get(key)
         if warm is not None and len(warm[0]) == len(args):
             (sig, plan), setup, first = warm, {}, None
         else:
@@ -473,7 +460,7 @@ class Jit:
                               "it runs as eager MLX", RuntimeWarning, stacklevel=2)
                 plan = Plan((), None, _structure(first), f"the compiler failed: {type(e).__name__}: {e}")
             self._plans[sig] = plan
-            self._warm[tuple([(a.shape, a.dtype) for a in args])] = (sig, plan)
+            self._warm[key] = (sig, plan)  # every argument is an array here: the key holds them all
             self._counts["setup_s"] += sum(setup.values())
         if plan.run is None:
             out = first if first is not None else self.fn(*args)
@@ -661,10 +648,6 @@ class Jit:
         plan = Plan((), None, structure)
         kernels = {k.name: k for k in f.kernels if k is not None and k.name in usable}
         loaded = {name: be.Kernel(k, str(found[name][0].library)) for name, k in kernels.items()}
-        # a kernel that runs at once (ctypes) is timed; a call that queues an MLX op is not: its host
-        # time says nothing of the kernel, and timing it costs a warm call a layer of Python
-        loaded = {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes" else kern
-                  for name, kern in loaded.items()}
         regions = []
         for region, k in zip(f.partition.regions, f.kernels):
             if k is None:
@@ -679,7 +662,10 @@ class Jit:
         plan.regions = tuple(regions)
         plan.kernels = sum(r.runs != "mlx" for r in regions)
         if usable:
-            plan.run = program(only(f, usable), loaded)
+            # a kernel that runs at once (ctypes) is timed; a call that queues an MLX op is not: its
+            # host time says nothing of the kernel, and timing it costs a warm call a layer of Python
+            plan.run = program(only(f, usable), {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes"
+                                                 else kern for name, kern in loaded.items()})
         else:
             plan.eager = "no region has a verified kernel"
         return plan

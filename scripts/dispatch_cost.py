@@ -10,7 +10,6 @@ two ways in shuffled rounds: the host's time to build a call's graph without eva
 """
 import sys
 import tempfile
-import time
 
 import mlx.core as mx
 import numpy as np
@@ -25,17 +24,6 @@ from autoperfect.trace import trace
 
 def softmax(x):
     return mx.softmax(x, axis=-1)
-
-
-def host(call, n=1000):
-    """Seconds a call spends on the host building its graph (evaluated after the clock stops)."""
-    outs = []
-    start = time.perf_counter()
-    for _ in range(n):
-        outs.append(call())
-    took = (time.perf_counter() - start) / n
-    mx.eval(outs)
-    return took
 
 
 backend = backends.for_default_device()
@@ -78,7 +66,7 @@ for size in sys.argv[1:]:
     rng = np.random.default_rng(1)
     for _ in range(7):
         for n in rng.permutation(list(calls)):
-            hosted[n].append(host(calls[n]))
+            hosted[n].append(bench.host_seconds(calls[n]))
     queued = bench.time_interleaved({n: contenders.pipelined(lambda c=c: c(), (), 10) for n, c in calls.items()},
                                     3, 31, 2)
     print(size, "host us a call (graph only):", {n: round(float(np.median(s)) * 1e6, 2) for n, s in hosted.items()})

@@ -452,7 +452,7 @@ class Kernel:
         self._launches: dict[Launch, dict] = {}
         self._instances: dict[Launch, tuple[str, bytes]] = {}
         self.ext = native.load(ext=native.CUDA) if self.fn is None and dispatch == "auto" else None
-        self._native: dict[Launch, object] = {}  # per launch: its bound call (bind)
+        self._launchers: dict[Launch, object] = {}  # per launch: its bound call (bind)
 
     @classmethod
     def precompiles(cls) -> bool:
@@ -540,7 +540,7 @@ class Kernel:
     def bind(self, launch: Launch):
         """The call at one launch, made once: a callable of the input list (our primitive's Launcher,
         whose calls pass only the inputs, where it is built; else this kernel's call at that launch)."""
-        bound = self._native.get(launch)
+        bound = self._launchers.get(launch)
         if bound is None:
             if self.ext is None:
                 bound = partial(self.__call__, launch=launch)
@@ -548,7 +548,7 @@ class Kernel:
                 handle, grid, block, entry = self._loaded(launch)
                 bound = self.ext.launcher(handle, len(self.k.inputs), grid, block,
                                           self.launch_args(launch)["output_shapes"], self.out_dtypes, entry)
-            self._native[launch] = bound
+            self._launchers[launch] = bound
         return bound
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:

@@ -6,12 +6,12 @@ a checkout's root to measure that checkout (e.g. an older commit in a git worktr
     PYTHONPATH=. python docs/experiments/2026-12-02-host/host_cost.py
 """
 import tempfile
-import time
 
 import mlx.core as mx
 import numpy as np
 
 import autoperfect
+from autoperfect import bench
 
 
 def softmax(x):
@@ -23,21 +23,9 @@ mx.eval(x)
 jitted = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False)
 mx.eval(jitted(x))
 prog = next(iter(jitted._plans.values())).run
-
-
-def host(call, n=500):
-    outs = []
-    start = time.perf_counter()
-    for _ in range(n):
-        outs.append(call())
-    took = (time.perf_counter() - start) / n
-    mx.eval(outs)
-    return took * 1e6
-
-
 calls = {"mlx": lambda: softmax(x), "program": lambda: prog(x), "jit": lambda: jitted(x)}
 times = {name: [] for name in calls}
 for _ in range(40):
     for name, call in calls.items():
-        times[name].append(host(call))
+        times[name].append(bench.host_seconds(call, 500) * 1e6)
 print({name: (round(min(t), 2), round(float(np.median(t)), 2)) for name, t in times.items()})
