@@ -211,6 +211,23 @@ def describe(ext: Extension = CPU) -> dict:
     return {"dispatch": "native", "library": str(lib)}
 
 
+def check_inputs(name: str, inputs: Sequence, in_shapes: Sequence[Sequence[int]], in_dtypes: Sequence) -> None:
+    """What a Launcher checks at every call (native/common.h), for the paths without one: the
+    arrays a launch was made for, their count, shapes and dtypes. A kernel's sizes are fixed at its
+    launch, so any other array would be read out of its bounds; the error names the first misfit."""
+    if len(inputs) != len(in_shapes):
+        raise ValueError(f"{name}: takes {len(in_shapes)} inputs, got {len(inputs)}")
+    for i, (x, shape, dtype) in enumerate(zip(inputs, in_shapes, in_dtypes)):
+        if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
+            raise ValueError(f"{name}: input {i} is {_described(x.dtype, x.shape)}, and the launch was "
+                             f"made for {_described(dtype, shape)}")
+
+
+def _described(dtype, shape) -> str:
+    """'float32 [4096, 1024]', as the Launcher says it."""
+    return f"{str(dtype).rsplit('.', 1)[-1]} [{', '.join(map(str, shape))}]"
+
+
 def kernel_call(inputs: Sequence, fn_address: int, dims: Sequence[int], strides: Sequence[int],
                 out_shapes: Sequence[Sequence[int]], out_dtypes: Sequence, name: str) -> list:
     """Lazy MLX arrays computed by the kernel at `fn_address` (KernelIR ABI) on `inputs`.
@@ -220,7 +237,8 @@ def kernel_call(inputs: Sequence, fn_address: int, dims: Sequence[int], strides:
     ext = load()
     if ext is None:
         raise NativeBuildError(f"native dispatch is not available: {describe()['why']}")
-    return ext.launcher(fn_address, len(inputs), list(dims), list(strides) or [0],
+    return ext.launcher(fn_address, [list(x.shape) for x in inputs], [x.dtype for x in inputs],
+                        list(dims), list(strides) or [0],
                         [list(s) for s in out_shapes], list(out_dtypes), name)(list(inputs))
 
 

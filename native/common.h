@@ -6,7 +6,6 @@
 
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -65,26 +64,62 @@ inline std::vector<array> row_contiguous(const std::vector<array>& inputs, const
   return args;
 }
 
-inline std::vector<mlx::core::Shape> output_shapes(
+// One shape per dtype ("input" or "output" names which), as MLX's Shape.
+inline std::vector<mlx::core::Shape> shapes_of(
     const std::string& name,
-    const std::vector<std::vector<int>>& out_shapes,
-    const std::vector<mlx::core::Dtype>& out_dtypes) {
-  if (out_shapes.empty() || out_shapes.size() != out_dtypes.size()) {
-    std::ostringstream msg;
-    msg << name << ": " << out_shapes.size() << " output shapes for " << out_dtypes.size()
-        << " output dtypes";
-    throw std::invalid_argument(msg.str());
+    const char* what,
+    const std::vector<std::vector<int>>& shapes,
+    const std::vector<mlx::core::Dtype>& dtypes) {
+  if (shapes.size() != dtypes.size()) {
+    throw std::invalid_argument(
+        name + ": " + std::to_string(shapes.size()) + " " + what + " shapes for " +
+        std::to_string(dtypes.size()) + " " + what + " dtypes");
   }
-  std::vector<mlx::core::Shape> shapes;
-  for (const auto& shape : out_shapes) {
-    shapes.emplace_back(shape.begin(), shape.end());
+  std::vector<mlx::core::Shape> out;
+  out.reserve(shapes.size());
+  for (const auto& shape : shapes) {
+    out.emplace_back(shape.begin(), shape.end());
   }
-  return shapes;
+  return out;
+}
+
+// A dtype's name. (Messages here are built from std::string alone: on the H200's machine, any
+// std::ostringstream in these extensions crashed the process (2026-12-02), so none is used.)
+inline const char* dtype_name(mlx::core::Dtype dtype) {
+  using Val = mlx::core::Dtype::Val;
+  switch (dtype.val()) {
+    case Val::bool_: return "bool";
+    case Val::uint8: return "uint8";
+    case Val::uint16: return "uint16";
+    case Val::uint32: return "uint32";
+    case Val::uint64: return "uint64";
+    case Val::int8: return "int8";
+    case Val::int16: return "int16";
+    case Val::int32: return "int32";
+    case Val::int64: return "int64";
+    case Val::float16: return "float16";
+    case Val::float32: return "float32";
+    case Val::float64: return "float64";
+    case Val::bfloat16: return "bfloat16";
+    case Val::complex64: return "complex64";
+  }
+  return "an unknown dtype";
+}
+
+// "float32 [4096, 1024]": how a launch's errors name an array.
+inline std::string describe(mlx::core::Dtype dtype, const mlx::core::Shape& shape) {
+  std::string out = std::string(dtype_name(dtype)) + " [";
+  for (size_t d = 0; d < shape.size(); d++) {
+    out += (d ? ", " : "") + std::to_string(shape[d]);
+  }
+  return out + "]";
 }
 
 // A launch made once, then called with its inputs only: the outputs' shapes and dtypes are checked
 // and converted when it is made, so a call costs the host MLX's graph building and a new primitive,
-// not our arguments' conversions. Each call gets its own primitive: mx.compile takes arrays that
+// not our arguments' conversions. A call's inputs must be the arrays the launch was made for (their
+// count, shapes and dtypes): the kernel's sizes are fixed, and any other array would be read out of
+// its bounds. Each call gets its own primitive: mx.compile takes arrays that
 // share one for siblings and would not merge two equal calls. (`Tag` keeps the two extensions'
 // Launchers distinct C++ types: nanobind refuses a type registered twice in one process, and a
 // process may load both.)
@@ -96,23 +131,37 @@ class Launcher {
   Launcher(
       std::string name,
       mlx::core::Device device,
-      size_t inputs,
+      const std::vector<std::vector<int>>& in_shapes,
+      std::vector<mlx::core::Dtype> in_dtypes,
       const std::vector<std::vector<int>>& out_shapes,
       std::vector<mlx::core::Dtype> out_dtypes,
       Make make)
       : name_(std::move(name)),
         device_(device),
-        inputs_(inputs),
-        shapes_(output_shapes(name_, out_shapes, out_dtypes)),
+        in_shapes_(shapes_of(name_, "input", in_shapes, in_dtypes)),
+        in_dtypes_(std::move(in_dtypes)),
+        shapes_(shapes_of(name_, "output", out_shapes, out_dtypes)),
         dtypes_(std::move(out_dtypes)),
-        make_(std::move(make)) {}
+        make_(std::move(make)) {
+    if (shapes_.empty()) {
+      throw std::invalid_argument(name_ + ": a kernel launch needs an output");
+    }
+  }
 
   std::vector<array> operator()(const std::vector<array>& inputs) {
     // the kernel's ABI is its inputs then its outputs: another count would pass it wrong pointers
-    if (inputs.size() != inputs_) {
-      std::ostringstream msg;
-      msg << name_ << ": takes " << inputs_ << " inputs, got " << inputs.size();
-      throw std::invalid_argument(msg.str());
+    if (inputs.size() != in_shapes_.size()) {
+      throw std::invalid_argument(
+          name_ + ": takes " + std::to_string(in_shapes_.size()) + " inputs, got " +
+          std::to_string(inputs.size()));
+    }
+    for (size_t i = 0; i < inputs.size(); i++) {
+      if (inputs[i].shape() != in_shapes_[i] || inputs[i].dtype() != in_dtypes_[i]) {
+        throw std::invalid_argument(
+            name_ + ": input " + std::to_string(i) + " is " +
+            describe(inputs[i].dtype(), inputs[i].shape()) + ", and the launch was made for " +
+            describe(in_dtypes_[i], in_shapes_[i]));
+      }
     }
     mlx::core::Stream s = mlx::core::to_stream({}, device_);
     return array::make_arrays(shapes_, dtypes_, make_(s), row_contiguous(inputs, s));
@@ -125,7 +174,8 @@ class Launcher {
  private:
   std::string name_;
   mlx::core::Device device_;
-  size_t inputs_;
+  std::vector<mlx::core::Shape> in_shapes_;
+  std::vector<mlx::core::Dtype> in_dtypes_;
   std::vector<mlx::core::Shape> shapes_;
   std::vector<mlx::core::Dtype> dtypes_;
   Make make_;

@@ -94,7 +94,8 @@ using CpuLauncher = Launcher<struct CpuKernels>;
 
 CpuLauncher launcher(
     std::uintptr_t fn_address,
-    size_t inputs,
+    const std::vector<std::vector<int>>& in_shapes,
+    std::vector<Dtype> in_dtypes,
     std::vector<int64_t> dims,
     std::vector<int64_t> strides,
     const std::vector<std::vector<int>>& out_shapes,
@@ -103,11 +104,11 @@ CpuLauncher launcher(
   if (fn_address == 0) {
     throw std::invalid_argument(name + ": null kernel address");
   }
-  if (dims.empty() || strides.size() < inputs * dims.size()) {
+  if (dims.empty() || strides.size() < in_shapes.size() * dims.size()) {
     throw std::invalid_argument(name + ": launch dims/strides do not match the inputs");
   }
   return CpuLauncher(
-      name, Device::cpu, inputs, out_shapes, std::move(out_dtypes),
+      name, Device::cpu, in_shapes, std::move(in_dtypes), out_shapes, std::move(out_dtypes),
       [=](Stream s) { return std::make_shared<KernelOp>(s, fn_address, dims, strides, name); });
 }
 
@@ -120,7 +121,8 @@ NB_MODULE(_kernel_op, m) {
       "launcher",
       &autoperfect::launcher,
       "fn_address"_a,
-      "inputs"_a,
+      "in_shapes"_a,
+      "in_dtypes"_a,
       "dims"_a,
       "strides"_a,
       "out_shapes"_a,

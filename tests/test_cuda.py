@@ -479,6 +479,10 @@ def test_our_primitive_runs_the_instance_as_mlx_s_precompiled_kernel_does(name, 
     for got in (run(*xs), mx.compile(run)(*xs)):  # lazy, and inside mx.compile as well
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             assert mx.allclose(g, w, atol=1e-4, rtol=1e-4).item(), name
+    # an instance's sizes are baked in: arrays of another shape are refused on either path, not read
+    for kernel in (ours, theirs):
+        with pytest.raises(ValueError, match=r": input 0 is float32 \[1[,\]].*made for float32"):
+            program(f, {k.name: kernel})(*[x[:1] for x in xs])
 
 
 @pytest.mark.skipif(cuda.nvcc() is None, reason=NO_NVCC + " (nor the CUDA primitive)")

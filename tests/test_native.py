@@ -178,7 +178,7 @@ def test_runs_inside_mx_compile_and_merges_only_equal_calls(ext, probe):
 
 
 def test_a_launch_bound_once_serves_every_call_and_stream(ext, probe):
-    bound = ext.launcher(address(probe, "probe_add"), 1, [4], [1], [[4]], [mx.float32], "probe_add")
+    bound = ext.launcher(address(probe, "probe_add"), [[4]], [mx.float32], [4], [1], [[4]], [mx.float32], "probe_add")
     x, y = mx.arange(4, dtype=mx.float32), mx.arange(4, dtype=mx.float32) * 10
     before = probe.probe_calls()
     f = mx.compile(lambda a, b: bound([a])[0] + bound([a])[0] + bound([b])[0])
@@ -188,6 +188,26 @@ def test_a_launch_bound_once_serves_every_call_and_stream(ext, probe):
         assert np.array_equal(np.array(bound([y])[0]), np.arange(4) * 10 + 1)
     with pytest.raises(ValueError, match="probe_add: takes 1 inputs, got 2"):
         bound([x, y])
+    with pytest.raises(ValueError, match=r"probe_add: input 0 is float32 \[8\], and the launch was made for "
+                                         r"float32 \[4\]"):
+        bound([mx.arange(8, dtype=mx.float32)])
+    with pytest.raises(ValueError, match=r"probe_add: input 0 is int32 \[4\], .* made for float32 \[4\]"):
+        bound([mx.arange(4, dtype=mx.int32)])
+
+
+def test_a_program_refuses_arrays_its_launches_were_not_made_for(ext):
+    """A kernel's sizes are fixed at its launch: called on other shapes or dtypes, a program says
+    which input misfits, on either dispatch path, and never runs the kernel past the arrays' ends."""
+    case = BY_NAME["config_add_rmsnorm"]
+    inputs = to_mx(case, make_inputs(case, "misfit"))
+    rows = [x[:1] if x.ndim > 1 else x for x in inputs]
+    halves = [x.astype(mx.float16) for x in inputs]
+    for path, prog in programs(case).items():
+        with pytest.raises(ValueError, match=r"input \d is float32 \[1, \d+\], and the launch was made "
+                                             r"for float32 \[\d+, \d+\]"):
+            prog(*rows)
+        with pytest.raises(ValueError, match=r"input 0 is float16 \[.*made for float32"):
+            prog(*halves)
 
 
 def test_a_whole_program_compiles(ext):

@@ -204,6 +204,7 @@ class Kernel:
         self.ext = None if dispatch == "ctypes" else native.load()
         if dispatch == "native" and self.ext is None:
             raise native.NativeBuildError(f"native dispatch is not available: {native.describe()['why']}")
+        self.in_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.inputs]
         self._launchers: dict[Launch, object] = {}
 
     @property
@@ -216,6 +217,7 @@ class Kernel:
             return self.bind(launch)(list(inputs))
         import mlx.core as mx
 
+        native.check_inputs(self.k.name, inputs, launch.in_shapes, self.in_dtypes)
         mx.eval(*inputs)
         outs = [mx.zeros(shape, dtype=dtypes.to_mlx(a.dtype))
                 for a, shape in zip(self.k.outputs, launch.out_shapes)]
@@ -233,8 +235,8 @@ class Kernel:
             if self.ext is None:
                 bound = partial(self.__call__, launch=launch)
             else:
-                bound = self.ext.launcher(self.address, len(self.k.inputs), list(launch.dims),
-                                          self.flat_strides(launch), [list(s) for s in launch.out_shapes],
+                bound = self.ext.launcher(self.address, launch.in_shapes, self.in_dtypes, launch.dims,
+                                          self.flat_strides(launch), launch.out_shapes,
                                           [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
             self._launchers[launch] = bound
         return bound

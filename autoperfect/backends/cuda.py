@@ -448,6 +448,7 @@ class Kernel:
             make = getattr(mx.fast, self.factory)
             self.fn = make(name=kernel_name(self.source), input_names=[n for n, _ in self.meta["inputs"]],
                            output_names=[n for n, _ in self.meta["outputs"]], source=body, header=header)
+        self.in_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.inputs]
         self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launches: dict[Launch, dict] = {}
         self._instances: dict[Launch, tuple[str, bytes]] = {}
@@ -504,6 +505,7 @@ class Kernel:
         launch = launch or self.k.launch
         if self.ext is not None:
             return self._native_call(inputs, launch, out_shapes, init)
+        native.check_inputs(self.k.name, inputs, launch.in_shapes, self.in_dtypes)
         args = self.launch_args(launch)
         if out_shapes is not None:
             args = {**args, "output_shapes": [list(s) for s in out_shapes], "init_value": init}
@@ -525,7 +527,8 @@ class Kernel:
 
         handle, grid, block, entry = self._loaded(launch)
         fills = [_bits(mx.full((1,), init, dtype)).item() for dtype in self.out_dtypes]
-        return self.ext.launcher(handle, len(self.k.inputs), grid, block, [list(s) for s in out_shapes],
+        return self.ext.launcher(handle, launch.in_shapes, self.in_dtypes, grid, block,
+                                 [list(s) for s in out_shapes],
                                  self.out_dtypes, entry, fills)(list(inputs))
 
     def _loaded(self, launch: Launch) -> tuple:
@@ -546,7 +549,7 @@ class Kernel:
                 bound = partial(self.__call__, launch=launch)
             else:
                 handle, grid, block, entry = self._loaded(launch)
-                bound = self.ext.launcher(handle, len(self.k.inputs), grid, block,
+                bound = self.ext.launcher(handle, launch.in_shapes, self.in_dtypes, grid, block,
                                           self.launch_args(launch)["output_shapes"], self.out_dtypes, entry)
             self._launchers[launch] = bound
         return bound

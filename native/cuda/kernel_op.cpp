@@ -149,7 +149,8 @@ using CudaLauncher = Launcher<struct CudaKernels>;
 
 CudaLauncher launcher(
     std::uintptr_t fn_handle,
-    size_t inputs,
+    const std::vector<std::vector<int>>& in_shapes,
+    std::vector<Dtype> in_dtypes,
     const std::vector<unsigned int>& grid,
     const std::vector<unsigned int>& block,
     const std::vector<std::vector<int>>& out_shapes,
@@ -173,7 +174,7 @@ CudaLauncher launcher(
   auto fn = reinterpret_cast<CUfunction>(fn_handle);
   dim3 g(grid[0], grid[1], grid[2]), b(block[0], block[1], block[2]);
   return CudaLauncher(
-      name, Device::gpu, inputs, out_shapes, std::move(out_dtypes),
+      name, Device::gpu, in_shapes, std::move(in_dtypes), out_shapes, std::move(out_dtypes),
       [=](Stream s) { return std::make_shared<CudaKernelOp>(s, fn, g, b, fills, name); });
 }
 
@@ -192,7 +193,8 @@ NB_MODULE(_cuda_kernel_op, m) {
       "launcher",
       &autoperfect::launcher,
       "fn_handle"_a,
-      "inputs"_a,
+      "in_shapes"_a,
+      "in_dtypes"_a,
       "grid"_a,
       "block"_a,
       "out_shapes"_a,
