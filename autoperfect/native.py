@@ -233,7 +233,8 @@ def kernel_call(inputs: Sequence, fn_address: int, dims: Sequence[int], strides:
     """Lazy MLX arrays computed by the kernel at `fn_address` (KernelIR ABI) on `inputs`.
 
     `strides` holds every input's launch strides, flattened; inputs that are not row-contiguous are
-    made so by MLX (`mx.contiguous`, a copy only when needed)."""
+    made so by MLX (`mx.contiguous`, a copy only when needed). The launch is made for `inputs`
+    (their shapes and dtypes), so the caller's `dims` and `strides` must fit them."""
     ext = load()
     if ext is None:
         raise NativeBuildError(f"native dispatch is not available: {describe()['why']}")

@@ -83,8 +83,9 @@ inline std::vector<mlx::core::Shape> shapes_of(
   return out;
 }
 
-// A dtype's name. (Messages here are built from std::string alone: on the H200's machine, any
-// std::ostringstream in these extensions crashed the process (2026-12-02), so none is used.)
+// A dtype's name, spelled here: MLX's `dtype_to_string` is not exported from libmlx, and its
+// `operator<<` wants a stream. (Messages here are built from std::string alone: on the H200's
+// machine any std::ostringstream in these extensions crashed the process, 2026-12-02.)
 inline const char* dtype_name(mlx::core::Dtype dtype) {
   using Val = mlx::core::Dtype::Val;
   switch (dtype.val()) {

@@ -205,6 +205,7 @@ class Kernel:
         if dispatch == "native" and self.ext is None:
             raise native.NativeBuildError(f"native dispatch is not available: {native.describe()['why']}")
         self.in_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.inputs]
+        self.out_dtypes = [dtypes.to_mlx(a.dtype) for a in kernel.outputs]
         self._launchers: dict[Launch, object] = {}
 
     @property
@@ -219,8 +220,7 @@ class Kernel:
 
         native.check_inputs(self.k.name, inputs, launch.in_shapes, self.in_dtypes)
         mx.eval(*inputs)
-        outs = [mx.zeros(shape, dtype=dtypes.to_mlx(a.dtype))
-                for a, shape in zip(self.k.outputs, launch.out_shapes)]
+        outs = [mx.zeros(shape, dtype=dtype) for dtype, shape in zip(self.out_dtypes, launch.out_shapes)]
         mx.eval(*outs)
         views = [as_numpy(x) for x in inputs] + [as_numpy(o) for o in outs]
         self.run_numpy(views, launch)
@@ -237,7 +237,7 @@ class Kernel:
             else:
                 bound = self.ext.launcher(self.address, launch.in_shapes, self.in_dtypes, launch.dims,
                                           self.flat_strides(launch), launch.out_shapes,
-                                          [dtypes.to_mlx(a.dtype) for a in self.k.outputs], self.k.name)
+                                          self.out_dtypes, self.k.name)
             self._launchers[launch] = bound
         return bound
 

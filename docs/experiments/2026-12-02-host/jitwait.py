@@ -4,17 +4,15 @@ jit running its kernel, the kernel's program; medians, us a call:
 
     PYTHONPATH=. python docs/experiments/2026-12-02-host/jitwait.py
 """
-import tempfile, time, sys, gc
+import time, sys, gc
 import mlx.core as mx, numpy as np
-import autoperfect
+from _softmax import softmax, warm_jit
 from autoperfect import bench
-def softmax(x): return mx.softmax(x, axis=-1)
 x = mx.random.normal((1, 4096)); mx.eval(x)
-jk = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(jk(x))
-prog = next(iter(jk._plans.values())).run
-je = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(je(x))
+jk, prog = warm_jit(x)
+je, _ = warm_jit(x)
 next(iter(je._plans.values())).to_mlx("forced")
-jq = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False); mx.eval(jq(x))
+jq, _ = warm_jit(x)
 next(iter(jq._plans.values())).to_mlx("forced")
 jq._note = lambda *a, **k: None  # the eager jit without its records
 

@@ -7,24 +7,17 @@ benchmark's warm condition:
       MALLOC_TRIM_THRESHOLD_=4294967296 PYTHONPATH=. python docs/experiments/2026-12-02-host/softmax_ab.py LABEL
 """
 import sys
-import tempfile
 
 import mlx.core as mx
 import numpy as np
 import torch
 
-import autoperfect
+from _softmax import warm_jit
 from autoperfect import bench
-
-
-def softmax(x):
-    return mx.softmax(x, axis=-1)
-
 
 x = mx.random.normal((4096, 1024))
 mx.eval(x)
-jitted = autoperfect.jit(softmax, cache_dir=tempfile.mkdtemp(), race=False)
-mx.eval(jitted(x))
+jitted, _ = warm_jit(x)
 t = torch.randn(4096, 1024)
 s = bench.time_interleaved({"jit": lambda: mx.eval(jitted(x)), "torch": lambda: torch.softmax(t, -1)}, 3, 31, 1)
 m = {k: float(np.median(v)) * 1e3 for k, v in s.items()}
