@@ -173,7 +173,8 @@ def measure(payload: dict) -> dict:
     contenders["kernel"] = evaluated(program(f, loaded), arrays)
     # the roofline's stream kernels moving the op's ideal bytes, in the same rounds: the ceiling in
     # the cache state the neighbours leave (not contenders: no speedup is taken over them)
-    streams = roofline.stream_calls(roofline.load_kernels(roofline.DEFAULT_CACHE_DIR), ideal_bytes(f))
+    read, written = ideal_traffic(f)
+    streams = roofline.stream_calls(roofline.load_kernels(roofline.DEFAULT_CACHE_DIR), read + written)
     samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
                                      payload["warmup"], payload["repeats"], seed)
     medians = {n: float(np.median(samples.pop(f"stream_{n}"))) for n in streams}
@@ -182,11 +183,21 @@ def measure(payload: dict) -> dict:
     kernel = samples.pop("kernel")
     extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
     return {**extra, "kernel": bench.summarize(kernel, seed),
-            "stream_in_rounds": {"gbps": max(r["gbps"] for r in in_rounds.values()), "kernels": in_rounds},
+            "stream_in_rounds": in_rounds_record(in_rounds, read, written),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
             "variants": choice, "baseline_checks": checks, "compile_s": compile_s,
-            "dispatch": native.describe(), "bytes_moved": ideal_bytes(f), "machine": bench.machine()}
+            "dispatch": native.describe(), "bytes_moved": read + written, "bytes_read": read,
+            "machine": bench.machine()}
+
+
+def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int) -> dict:
+    """The stream kernels timed in the op's rounds: `gbps`, the best of the copy and triad kernels
+    (the stream bandwidth in those rounds), and `mixed_gbps`, the ceiling for the op's own mix of
+    reads and writes from the same rounds' read and copy figures (roofline.mixed_gbps)."""
+    figures = {f"{name}_gbps": r["gbps"] for name, r in in_rounds.items()}
+    return {"gbps": max(figures[f"{k}_gbps"] for k in roofline.STORE_KINDS),
+            "mixed_gbps": roofline.mixed_gbps(read, written, figures), "kernels": in_rounds}
 
 
 def scaled_shapes(spec: OpSpec, divisor: int) -> dict[str, tuple[int, ...]] | None:
@@ -230,11 +241,17 @@ def scaling(spec: OpSpec, loaded: dict, payload: dict, seed: int) -> list[dict]:
     return rows
 
 
-def ideal_bytes(f) -> int:
-    """The fused op's ideal traffic: each input read once, each output written once."""
+def ideal_traffic(f) -> tuple[int, int]:
+    """The fused op's ideal traffic as (bytes read, bytes written): each input read once, each
+    output written once."""
     g = f.traced
-    total = sum(math.prod(n.shape) * dtypes.ITEMSIZE[n.dtype] for n in g.inputs)
-    return total + sum(math.prod(g.nodes[o].shape) * dtypes.ITEMSIZE[g.nodes[o].dtype] for o in g.outputs)
+    read = sum(math.prod(n.shape) * dtypes.ITEMSIZE[n.dtype] for n in g.inputs)
+    return read, sum(math.prod(g.nodes[o].shape) * dtypes.ITEMSIZE[g.nodes[o].dtype] for o in g.outputs)
+
+
+def ideal_bytes(f) -> int:
+    """The fused op's ideal traffic in bytes, read and written together."""
+    return sum(ideal_traffic(f))
 
 
 def dispatch(payload: dict) -> dict:

@@ -42,6 +42,7 @@ class Timing:
     bytes_moved: int
     bound: dict | None = None     # bench.json's classification: the roofline's time and what binds
     stream_gbps: float | None = None  # the stream kernels timed in the same rounds (older files: none)
+    bytes_read: int | None = None     # of bytes_moved, those read (older files: not recorded)
 
     @property
     def gbps(self) -> float:
@@ -122,14 +123,18 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                                for name, s in section.get("speedup", {}).items()},
                       condition=str(section.get("condition", "condition not recorded")),
                       bytes_moved=int(measured["bytes_moved"]), bound=_bound(measured.get("classification")),
-                      stream_gbps=_stream_gbps(section.get("stream_in_rounds")))
+                      stream_gbps=_stream_gbps(section.get("stream_in_rounds")),
+                      bytes_read=int(measured["bytes_read"]) if _is_number(measured.get("bytes_read")) else None)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
 
 
 def _stream_gbps(record: object) -> float | None:
-    """The best stream kernel's GB/s in the kernel's own rounds, if bench.json has it."""
-    gbps = record.get("gbps") if isinstance(record, dict) else None
+    """The stream kernels' ceiling for the op's mix of reads and writes in the kernel's own rounds
+    (older files: the best stream kernel's GB/s), if bench.json has it."""
+    if not isinstance(record, dict):
+        return None
+    gbps = record.get("mixed_gbps", record.get("gbps"))
     return float(gbps) if _is_number(gbps) and gbps > 0 else None
 
 
@@ -219,7 +224,7 @@ def _timing_cells(timing: Timing, baselines: list[str], ceiling: dict | None) ->
 def _table(rows: list[Row], condition: str, baselines: list[str], ceiling: dict | None) -> list[str]:
     header = ["op", "backend", "verdict", "kernel ms [95% CI]",
               *(f"{name}: median ms, speedup [95% CI]" for name in baselines), "GB/s", "% of stream BW",
-              "bound: % of roofline", "% of a stream kernel in the same rounds (GB/s)"]
+              "bound: % of roofline", "% of the stream kernels in the same rounds, for its mix (GB/s)"]
     lines = [_table_row(header), _table_row(["---"] * len(header))]
     for row in rows:
         timing = row.timings.get(condition)
@@ -252,8 +257,8 @@ def _roofline_line(ceiling: dict | None, problem: str) -> str:
         return f"Roofline: {problem}; fractions of the roofline are not shown."
     return (f"Roofline (measured {ceiling.get('measured_at')}, {ceiling.get('threads')} threads, "
             f"{ceiling.get('compiler')}): stream copy {ceiling['copy_gbps']:.1f} GB/s, "
-            f"triad {ceiling['triad_gbps']:.1f} GB/s{_streaming(ceiling)}{_stream_arrays(ceiling)}, "
-            f"FMA {ceiling['fma_gflops']:.0f} GFLOP/s{_function_rates(ceiling)}.")
+            f"triad {ceiling['triad_gbps']:.1f} GB/s{_streaming(ceiling)}{_reading(ceiling)}"
+            f"{_stream_arrays(ceiling)}, FMA {ceiling['fma_gflops']:.0f} GFLOP/s{_function_rates(ceiling)}.")
 
 
 def _stream_arrays(ceiling: dict) -> str:
@@ -276,6 +281,13 @@ def _streaming(ceiling: dict) -> str:
             f"the stream bandwidth is the best, {ceiling['bandwidth_gbps']:.1f} GB/s)")
 
 
+def _reading(ceiling: dict) -> str:
+    if not _is_number(ceiling.get("read_gbps")):
+        return ""
+    return (f", read-only {ceiling['read_gbps']:.1f} GB/s ({ceiling['read_gbps'] / ceiling['bandwidth_gbps']:.2f}x "
+            "the stream bandwidth: an op that mostly reads is held to it)")
+
+
 def _function_rates(ceiling: dict) -> str:
     rates = ceiling.get("functions", {}).get("rates", {}) if isinstance(ceiling.get("functions"), dict) else {}
     shown = [f"{name} {r['per_second'] / 1e9:.2g}" for name, r in sorted(rates.items())
@@ -292,17 +304,68 @@ def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_lin
              "Times are medians over interleaved rounds after warm-up, including allocation and dispatch; "
              "a speedup is a baseline's median over the kernel's, with a paired bootstrap 95% interval. "
              "GB/s is the op's ideal traffic (`bytes_moved`) over the kernel's median. "
-             "The roofline's time is the longer of that traffic at the stream bandwidth and the op's "
-             "work at the measured ceilings (each approximated function at its own rate); the `bound` "
-             "column names what binds and the roofline's time as a share of the kernel's, and the last "
-             "column the kernel's share of the best stream kernel timed in its own rounds. "
+             "The roofline's time is the longer of that traffic at the bandwidth its mix of reads and "
+             "writes can reach (each byte read at the read-only kernel's cost, each byte written at "
+             "what the best copy adds to its reads: a reduction is held to the read-only figure, a "
+             "copy-like op to the copy's) and the op's work at the measured ceilings (each "
+             "approximated function at its own rate); the `bound` column names what binds and the "
+             "roofline's time as a share of the kernel's, and the last column the kernel's share of "
+             "the same mix's ceiling from the stream kernels timed in its own rounds. "
              "A kernel that failed validation has no timings.", ""]
+    lines += goals_section(rows, ceiling)
     for condition, (_, title) in CONDITIONS.items():
         lines += [f"## {title}", "", _condition_sentence(rows, condition), "",
                   *_table(rows, condition, baselines, ceiling), ""]
     lines += ["## Plots", ""]
     lines += [f"![{name}]({link})" for name, link in plot_links.items()]
     return "\n".join(lines) + "\n"
+
+
+GOAL_MEMORY_BYTES = 16 << 20   # memory-bound ops this large or larger ...
+GOAL_STREAM_SHARE = 0.80       # ... reach this share of the stream bandwidth
+GOAL_OVER_TORCH_COMPILE = 1.2  # geometric mean of the speedups over torch.compile
+MUST_BEAT = ("mlx_eager", "mlx_compile")
+
+
+def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
+    """The CPU performance goals, checked against the warm-allocator figures: memory-bound ops of
+    GOAL_MEMORY_BYTES or more at GOAL_STREAM_SHARE of the stream bandwidth (shown beside their share
+    of their own mix's ceiling), every op ahead of MUST_BEAT, none behind torch.compile, and the
+    geometric mean over torch.compile. Each verdict is the figures', none is asserted."""
+    timed = [(row, t) for row in rows if row.backend == "cpu" and isinstance(t := row.timings.get("warm"), Timing)]
+    lines = ["## The CPU goals, under the warm allocator", ""]
+    if not timed or not ceiling:
+        return lines + ["No CPU kernel with warm-allocator timings" + ("" if ceiling else " and no roofline")
+                        + ": nothing to check.", ""]
+    header = ["op/backend", "MB moved", "bound", "% of stream BW", "% of its mix's ceiling",
+              *(f"over {name}" for name in (*MUST_BEAT, "torch_compile"))]
+    lines += [_table_row(header), _table_row(["---"] * len(header))]
+    short, behind, over_torch = [], [], []
+    for row, t in timed:
+        stream = roofline.fraction(t.bytes_moved, t.kernel["median_s"], ceiling)
+        mixed = (NONE if t.bytes_read is None else
+                 f"{100 * t.gbps / roofline.mixed_gbps(t.bytes_read, t.bytes_moved - t.bytes_read, ceiling):.0f}%")
+        memory_bound = t.bound is not None and t.bound["bound"] == "memory"
+        if memory_bound and t.bytes_moved >= GOAL_MEMORY_BYTES and stream < GOAL_STREAM_SHARE:
+            short.append(f"{row.op} ({100 * stream:.0f}%)")
+        for name in MUST_BEAT + ("torch_compile",):
+            s = t.speedup.get(name)
+            if s and s["median"] < 1:
+                behind.append(f"{row.op} behind {name} ({s['median']:.2f}x)")
+        if t.speedup.get("torch_compile"):
+            over_torch.append(t.speedup["torch_compile"]["median"])
+        lines.append(_table_row([row.label, f"{t.bytes_moved / 1e6:.0f}", t.bound["bound"] if t.bound else NONE,
+                                 f"{100 * stream:.0f}%", mixed,
+                                 *(_ratio(t.speedup.get(n)) for n in (*MUST_BEAT, "torch_compile"))]))
+    geomean = math.exp(sum(map(math.log, over_torch)) / len(over_torch)) if over_torch else None
+    lines += ["", f"- memory-bound ops of {GOAL_MEMORY_BYTES >> 20} MB or more at {100 * GOAL_STREAM_SHARE:.0f}% "
+              "of the stream bandwidth: " + ("all" if not short else "not " + ", ".join(short)),
+              "- ahead of " + " and ".join(MUST_BEAT) + " and never behind torch_compile (medians): "
+              + ("all" if not behind else "not " + "; ".join(behind)),
+              f"- geometric mean over torch_compile: " + (NONE + " (torch not installed)" if geomean is None else
+              f"{geomean:.2f}x over {len(over_torch)} ops (goal {GOAL_OVER_TORCH_COMPILE}x): "
+              + ("met" if geomean >= GOAL_OVER_TORCH_COMPILE else "not met")), ""]
+    return lines
 
 
 def _first_machine(rows: list[Row]) -> dict | None:

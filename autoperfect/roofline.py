@@ -9,6 +9,15 @@ Bandwidth counts moved bytes only (copy reads one array and writes one, triad re
 one); write-allocate traffic is not counted, the same way a kernel's `bytes_moved` is counted. Both
 are measured with plain and with non-temporal stores (which skip the write-allocate read), and the
 ceiling is the best of the four: a kernel that streams its stores is held to what streaming reaches.
+
+A fifth stream kernel only reads (a sum over one array, 4 bytes moved per element). A machine's
+read-only bandwidth is not its copy bandwidth: on this VM, reading alone reached 0.70x of the
+streaming copy's bytes per second (docs/experiments/2026-12-02-cpu/rd.c), so a reduction that reads
+megabytes and writes a few bytes cannot reach the copy's figure however it is written. `mixed_gbps`
+is the ceiling for an op's own mix: each byte read costs what the read-only kernel's does, each byte
+written what the best copy adds on top of its reads, so all-read traffic is held to the read kernel,
+copy-like traffic to the copy, and the rest in between. `bandwidth_gbps` stays the best of the four
+copy and triad kernels (the stream bandwidth proper).
 """
 
 from __future__ import annotations
@@ -31,7 +40,11 @@ COMPILER = "gcc"
 FLAGS = ["-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC"]
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "autoperfect", "roofline")
 FMA_CHAINS = 16
-BYTES_PER_ELEMENT = {"copy": 2 * 4, "triad": 3 * 4, "copy_nt": 2 * 4, "triad_nt": 3 * 4}
+STORE_KINDS = ("copy", "triad", "copy_nt", "triad_nt")  # the stream bandwidth proper: the best of these
+# bytes moved per element: copy reads one array and writes one, triad reads two and writes one,
+# read reads one and writes nothing
+BYTES_PER_ELEMENT = {"copy": 2 * 4, "triad": 3 * 4, "copy_nt": 2 * 4, "triad_nt": 3 * 4, "read": 4}
+READ_CHAINS = 8             # independent vector accumulators per thread: loads, not adds, bind
 
 
 @dataclass(frozen=True)
@@ -201,6 +214,50 @@ void stream_triad_nt(float *restrict a, const float *restrict b, const float *re
 """
 
 
+def read_source(chains: int = READ_CHAINS) -> str:
+    """Stream read: the sum of one array, each thread over its share with `chains` independent
+    vector accumulators (unaligned loads, as MLX's buffers are only 8-byte aligned), the tail
+    scalar. The sum is returned so the compiler keeps every load."""
+    return f"#define CHAINS {chains}\n" + """\
+/* Stream read: reads a, writes nothing; 4 bytes moved per element. Returns the sum. */
+#include <string.h>
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define VECTOR_BYTES 32
+#else
+#define VECTOR_BYTES 16
+#endif
+#define LANES (VECTOR_BYTES / 4)
+typedef float vec __attribute__((vector_size(VECTOR_BYTES)));
+
+double stream_read(const float *restrict a, long n)
+{
+    const long step = CHAINS * LANES, e = n / step * step;
+    double total = 0.0;
+    #pragma omp parallel reduction(+:total)
+    {
+        vec acc[CHAINS];
+        for (int c = 0; c < CHAINS; c++)
+            acc[c] = (vec){0};
+        #pragma omp for schedule(static)
+        for (long i = 0; i < e; i += step)
+            for (int c = 0; c < CHAINS; c++) {
+                vec v;
+                memcpy(&v, a + i + c * LANES, sizeof v);  /* an unaligned vector load */
+                acc[c] += v;
+            }
+        for (int c = 0; c < CHAINS; c++)
+            for (int l = 0; l < LANES; l++)
+                total += acc[c][l];
+    }
+    for (long i = e; i < n; i++)
+        total += a[i];
+    return total;
+}
+"""
+
+
 def fma_source(chains: int = FMA_CHAINS) -> str:
     """Independent accumulator chains of the widest vector the target has, so the FMA pipes never
     wait on a latency; x and y arrive as arguments so the compiler cannot fold the loop away."""
@@ -281,6 +338,7 @@ class Kernels:
     triad: Callable[..., None]
     copy_nt: Callable[..., None]
     triad_nt: Callable[..., None]
+    read: Callable[..., float]
     fma: Callable[..., float]
     lanes: int
 
@@ -293,11 +351,13 @@ def load_kernels(cache_dir: str) -> Kernels:
         f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long], None
     for f in (triad, triad_nt):
         f.argtypes, f.restype = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_long], None
+    read = ctypes.CDLL(build(read_source(), cache_dir)).stream_read
+    read.argtypes, read.restype = [ctypes.c_void_p, ctypes.c_long], ctypes.c_double
     fma_lib = ctypes.CDLL(build(fma_source(), cache_dir))
     fma = fma_lib.fma_peak
     fma.argtypes = [ctypes.c_long, ctypes.c_float, ctypes.c_float, ctypes.POINTER(ctypes.c_int)]
     fma.restype = ctypes.c_double
-    return Kernels(copy=copy, triad=triad, copy_nt=copy_nt, triad_nt=triad_nt, fma=fma,
+    return Kernels(copy=copy, triad=triad, copy_nt=copy_nt, triad_nt=triad_nt, read=read, fma=fma,
                    lanes=fma_lib.fma_lanes())
 
 
@@ -316,19 +376,21 @@ def _best_time(call, repeats: int) -> float:
 
 def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
     """Best copy and triad bandwidth at `n` elements per array, with plain and with streaming
-    stores, the four alternating."""
+    stores, and the read-only kernel's over one of those arrays, the five alternating."""
     a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
-    calls = {name: _stream_call(kernels, name, a, b, c) for name in BYTES_PER_ELEMENT}
+    calls = {name: _stream_call(kernels, name, *(a, b, c)[:max(2, BYTES_PER_ELEMENT[name] // 4)])
+             for name in BYTES_PER_ELEMENT}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
     return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
                               for name, times in samples.items()}}
 
 
 def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable[[], None], int]]:
-    """The four stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
-    bytes/12), each as (call, bytes it moves): timed among an op's contenders, in the same rounds,
-    they are the ceiling in the op's own cache state (what the neighbours leave in the caches,
-    dirty lines included), which a stream measured alone over arrays beyond the caches is not."""
+    """The five stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
+    bytes/12, read over bytes/4), each as (call, bytes it moves): timed among an op's contenders, in
+    the same rounds, they are the ceiling in the op's own cache state (what the neighbours leave in
+    the caches, dirty lines included), which a stream measured alone over arrays beyond the caches
+    is not."""
     calls, arrays = {}, {}
     for name, per in BYTES_PER_ELEMENT.items():
         n = max(1, bytes_moved // per)
@@ -340,12 +402,29 @@ def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable
     return calls
 
 
-def _stream_call(kernels: Kernels, name: str, a: np.ndarray, b: np.ndarray, *c: np.ndarray) -> Callable[[], None]:
-    """One stream kernel over whole arrays: copy a into b, or triad a = b + 3c."""
+def _stream_call(kernels: Kernels, name: str, a: np.ndarray, *rest: np.ndarray) -> Callable[[], None]:
+    """One stream kernel over whole arrays: copy a into b, triad a = b + 3c, or read a."""
     kernel, n = getattr(kernels, name), a.size
+    if name == "read":
+        return lambda: kernel(a.ctypes.data, n)
     if name.startswith("copy"):
-        return lambda: kernel(a.ctypes.data, b.ctypes.data, n)
-    return lambda: kernel(a.ctypes.data, b.ctypes.data, c[0].ctypes.data, 3.0, n)
+        return lambda: kernel(a.ctypes.data, rest[0].ctypes.data, n)
+    return lambda: kernel(a.ctypes.data, rest[0].ctypes.data, rest[1].ctypes.data, 3.0, n)
+
+
+def mixed_gbps(read_bytes: int, written_bytes: int, figures: dict) -> float:
+    """The bandwidth ceiling for traffic that reads `read_bytes` and writes `written_bytes`, from
+    stream figures in GB/s (`read_gbps`, and `copy_gbps` / `copy_nt_gbps`): a byte read costs
+    1 / read_gbps, a byte written what the best copy spends beyond its reads (2 / copy - 1 / read,
+    never below zero), so read-only traffic gets the read kernel's figure and a copy's mix the
+    copy's. Without a read figure, the best of the stream kernels (the plain stream bandwidth)."""
+    copy = max(figures.get(k) or 0.0 for k in ("copy_gbps", "copy_nt_gbps"))
+    read = figures.get("read_gbps")
+    if not read or not copy:
+        return max(figures[f"{k}_gbps"] for k in STORE_KINDS)
+    per_read = 1.0 / read
+    per_write = max(0.0, 2.0 / copy - per_read)
+    return (read_bytes + written_bytes) / (read_bytes * per_read + written_bytes * per_write)
 
 
 def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
@@ -406,7 +485,7 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     best = {name: max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
     return {
         **{f"{name}_gbps": gbps for name, gbps in best.items()},
-        "bandwidth_gbps": max(best.values()),
+        "bandwidth_gbps": max(best[k] for k in STORE_KINDS),
         "by_size": by_size,
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),
@@ -427,17 +506,20 @@ def fraction(bytes_moved: int, seconds: float, roofline: dict, ceiling: str = "b
     return (bytes_moved / seconds) / (roofline[ceiling] * 1e9)
 
 
-def bound(bytes_moved: int, work: dict, roofline: dict) -> dict:
-    """The roofline's time for an op: its ideal traffic at the stream bandwidth, or its work at the
-    measured ceilings (each approximated function's evaluations at that function's rate, other
+def bound(bytes_moved: int, work: dict, roofline: dict, read_bytes: int | None = None) -> dict:
+    """The roofline's time for an op: its ideal traffic at the bandwidth its mix of reads and writes
+    can reach (`mixed_gbps`; the stream bandwidth where `read_bytes` is not given), or its work at
+    the measured ceilings (each approximated function's evaluations at that function's rate, other
     arithmetic at the FMA peak), whichever takes longer: that one is what binds."""
-    memory_s = bytes_moved / (roofline["bandwidth_gbps"] * 1e9)
+    gbps = (roofline["bandwidth_gbps"] if read_bytes is None
+            else mixed_gbps(read_bytes, bytes_moved - read_bytes, roofline))
+    memory_s = bytes_moved / (gbps * 1e9)
     rates = roofline.get("functions", {}).get("rates", {})
     by_function = {f: n / rates[f]["per_second"] for f, n in sorted(work["functions"].items()) if f in rates}
     unmeasured = sorted(f for f in work["functions"] if f not in rates)
     compute_s = sum(by_function.values()) + work["flops"] / (roofline["fma_gflops"] * 1e9)
     limit = max(by_function, key=by_function.get) if by_function else "fma"
-    return {"memory_s": memory_s, "compute_s": compute_s, "seconds": max(memory_s, compute_s),
+    return {"memory_s": memory_s, "memory_gbps": gbps, "compute_s": compute_s, "seconds": max(memory_s, compute_s),
             "bound": "memory" if memory_s >= compute_s else f"compute ({limit})",
             "functions_s": by_function, **({"unmeasured": unmeasured} if unmeasured else {})}
 
@@ -451,7 +533,8 @@ def main(argv: list[str] | None = None) -> None:
     result = measure(quick=args.quick, cache_dir=args.cache_dir)
     artifacts.write_json(args.out, result)
     print(f"copy {result['copy_gbps']:.1f} GB/s, triad {result['triad_gbps']:.1f} GB/s, streaming copy "
-          f"{result['copy_nt_gbps']:.1f} GB/s, streaming triad {result['triad_nt_gbps']:.1f} GB/s, "
+          f"{result['copy_nt_gbps']:.1f} GB/s, streaming triad {result['triad_nt_gbps']:.1f} GB/s, read-only "
+          f"{result['read_gbps']:.1f} GB/s, "
           f"FMA {result['fma_gflops']:.0f} GFLOP/s on {result['threads']} threads -> {args.out}")
 
 

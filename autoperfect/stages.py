@@ -169,22 +169,25 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     warm = bench.run_condition("warm", "autoperfect.contenders:measure", {**payload, "scaling": True}, timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
-    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling)
+    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling,
+                           warm["bytes_read"])
     achieved = warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
-                                        "bytes_moved", "machine", "condition", "dispatch", "compile_s", "scaling",
+                                        "bytes_moved", "bytes_read", "machine", "condition", "dispatch", "compile_s", "scaling",
                                         "stream_in_rounds")
                    if k in warm},
         "achieved_gbps": achieved,
-        # the roofline's time over the kernel's: achieved bandwidth over the stream bandwidth for a
-        # memory-bound op, achieved work rate over the ceilings for a compute-bound one
+        # the roofline's time over the kernel's: achieved bandwidth over what the op's mix of reads
+        # and writes can reach for a memory-bound op, achieved work rate over the ceilings for a
+        # compute-bound one
         "roofline_fraction": limit["seconds"] / warm["kernel"]["median_s"],
+        # achieved bandwidth over the stream bandwidth (the best copy or triad), whatever the mix
         "bandwidth_fraction": roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling),
-        # against the stream kernels timed in the kernel's own rounds (the same cache state)
-        "stream_in_rounds_fraction": achieved / warm["stream_in_rounds"]["gbps"],
-        "roofline": {"bandwidth_gbps": ceiling["bandwidth_gbps"], "fma_gflops": ceiling["fma_gflops"],
-                     "measured_at": ceiling.get("measured_at")},
+        # against the stream kernels timed in the kernel's own rounds (the same cache state), for
+        # the op's mix
+        "stream_in_rounds_fraction": achieved / warm["stream_in_rounds"]["mixed_gbps"],
+        "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},
         "classification": limit,
         "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
                                                    "stream_in_rounds") if k in cold}})

@@ -156,3 +156,26 @@ def test_the_stream_column_is_the_share_of_the_stream_kernels_in_the_same_rounds
     warm, default = _rows_of(_build(results), "chain")
     assert warm.rstrip().endswith("| 50% of 55.3 |")
     assert default.rstrip().endswith("| 100% of 7.2 |")
+
+
+def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results):
+    """Stream share, the mix's ceiling, the baselines to beat and the geometric mean over
+    torch.compile, each verdict from the figures: chain is memory-bound at 28 GB/s of 47.9 (58%,
+    short of 80%), behind mx.compile's median nowhere (1.06x) and behind torch.compile (0.9x)."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    data["bytes_read"] = 3 * 4 * (1 << 24)
+    data["baselines"]["torch_compile"] = _stats(0.00873)
+    data["speedup"]["torch_compile"] = {"median": 0.9, "ci95": [0.85, 0.95]}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "read_gbps": 30.0, "copy_nt_gbps": 47.9}))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    mixed = 100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / report.roofline.mixed_gbps(3 * 4 * (1 << 24), 4 * (1 << 24),
+                                                                                  {"read_gbps": 30.0, "copy_nt_gbps": 47.9})
+    assert f"| 268 | memory | 58% | {mixed:.0f}% |" in row and "0.90x [0.85, 0.95]" in row
+    assert "at 80% of the stream bandwidth: not chain/cpu (58%)" not in section  # named by op
+    assert "not chain (58%)" in section
+    assert "not chain behind torch_compile (0.90x)" in section
+    assert "0.90x over 1 ops (goal 1.2x): not met" in section

@@ -23,6 +23,7 @@ def measured(cache_dir):
 def test_emitted_kernels_are_parallel_loops():
     for source in (roofline.copy_source(), roofline.triad_source()):
         assert "#pragma omp parallel for" in source
+    assert "#pragma omp for schedule(static)" in roofline.read_source()
     assert roofline.streaming_source().count("#pragma omp for schedule(static)") == 2
     assert "#define CHAINS 16" in roofline.fma_source()
 
@@ -36,9 +37,9 @@ def test_build_compiles_once_per_source(cache_dir):
 
 def test_quick_measure_returns_positive_ceilings(measured):
     kinds = ("copy_gbps", "triad_gbps", "copy_nt_gbps", "triad_nt_gbps")
-    for key in (*kinds, "bandwidth_gbps", "fma_gflops"):
+    for key in (*kinds, "read_gbps", "bandwidth_gbps", "fma_gflops"):
         assert measured[key] > 0
-    assert measured["bandwidth_gbps"] == max(measured[k] for k in kinds)
+    assert measured["bandwidth_gbps"] == max(measured[k] for k in kinds)  # the read kernel is not stream bandwidth
     assert set(measured["functions"]["rates"]) == {op.value for op in ULP_BOUND}
     assert all(r["per_second"] > 0 for r in measured["functions"]["rates"].values())
     assert measured["sizes"] == [16 << 20]
@@ -54,6 +55,28 @@ def test_fraction_is_achieved_over_measured_bandwidth(measured):
     assert roofline.fraction(bytes_moved, 2 * at_ceiling, measured) == pytest.approx(0.5)
 
 
+def test_mixed_ceiling_spans_the_read_and_copy_kernels():
+    """All reads: the read kernel's figure; a copy's mix: the best copy's; a triad's mix in between;
+    no read figure (an older roofline.json): the stream bandwidth."""
+    figures = {"read_gbps": 30.0, "copy_gbps": 35.0, "copy_nt_gbps": 50.0, "triad_gbps": 34.0,
+               "triad_nt_gbps": 45.0}
+    assert roofline.mixed_gbps(1000, 0, figures) == pytest.approx(30.0)
+    assert roofline.mixed_gbps(1000, 1000, figures) == pytest.approx(50.0)
+    # triad: 2 bytes read per byte written; 3 / (2/30 + (2/50 - 1/30))
+    assert roofline.mixed_gbps(2000, 1000, figures) == pytest.approx(3 / (2 / 30 + 2 / 50 - 1 / 30))
+    assert 30.0 < roofline.mixed_gbps(2000, 1000, figures) < 50.0
+    assert roofline.mixed_gbps(1000, 0, {k: v for k, v in figures.items() if k != "read_gbps"}) == 50.0
+    # a read kernel slower than half the copy: writes cost nothing extra, never a negative cost
+    assert roofline.mixed_gbps(1000, 1000, {**figures, "read_gbps": 20.0}) == pytest.approx(40.0)
+
+
+def test_bound_holds_a_reduction_to_the_read_ceiling(measured):
+    work = {"flops": 0, "functions": {}}
+    mostly_read = roofline.bound(4 << 20, work, measured, read_bytes=(4 << 20) - 8)
+    assert mostly_read["memory_gbps"] == pytest.approx(roofline.mixed_gbps((4 << 20) - 8, 8, measured))
+    assert roofline.bound(4 << 20, work, measured)["memory_gbps"] == measured["bandwidth_gbps"]
+
+
 def test_main_writes_sorted_json(tmp_path, cache_dir):
     out = tmp_path / "roofline.json"
     roofline.main([str(out), "--quick", "--cache-dir", cache_dir])
@@ -64,14 +87,21 @@ def test_main_writes_sorted_json(tmp_path, cache_dir):
 
 
 def test_stream_calls_move_the_ops_bytes_and_run(cache_dir):
-    """Sized to an op's ideal traffic: copy over bytes/8 elements, triad over bytes/12 (whole
-    elements), and each call really runs its kernel (the output array holds the result)."""
+    """Sized to an op's ideal traffic: copy over bytes/8 elements, triad over bytes/12, read over
+    bytes/4 (whole elements), and each call really runs its kernel (the output array holds the
+    result; the read kernel returns the sum of what it read)."""
     kernels = roofline.load_kernels(cache_dir)
     calls = roofline.stream_calls(kernels, 3 * 4 * 1000 + 5)
     assert set(calls) == set(roofline.BYTES_PER_ELEMENT)
     assert calls["copy"][1] == 8 * ((3 * 4 * 1000 + 5) // 8)
     assert calls["triad_nt"][1] == 12 * 1000
+    assert calls["read"][1] == 4 * 3001
     for name, (call, _) in calls.items():
+        if name == "read":        # stream_read(a, n): the sum of a, tail included
+            (a,) = call.buffers
+            a[:] = np.arange(a.size, dtype=np.float32)
+            assert call() == a.size * (a.size - 1) / 2
+            continue
         a, b, *c = call.buffers   # copy has no third array
         a[:], b[:] = 7.0, 2.0
         for extra in c:
