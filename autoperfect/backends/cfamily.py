@@ -76,6 +76,9 @@ COMPENSATED_BLOCK = 512
 
 # Below this many elements a kernel runs on the calling thread: waking a team costs more than it saves.
 PARALLEL_MIN = 1 << 15
+# A scratch stash's row buffer on each thread's stack (floats): rows up to this long keep the stashed
+# value there; longer rows keep it in their output row and store plainly (CRenderer.render_row).
+SCRATCH_ROW = 8192
 
 
 # Schedule.contract: FMA contraction for the kernel after it (static.py allows this line verbatim)
@@ -104,6 +107,7 @@ class Schedule:
     threads: bool = True      # OpenMP across rows / blocks
     vector_math: bool = False  # vectorized libm (glibc's libmvec, <= 4 ulp) instead of scalar calls
     stash: bool = False       # row kernels: keep the last pass's costly per-element value (schedule.stash)
+    scratch: bool = False     # with stash: keep it in a row buffer on the stack, not the output (CRenderer.render_row)
     stream: int = 0           # non-temporal stores once a call writes at least this many bytes (0: never)
     compensate: int = 0       # row sums of at least this many terms: blocks, totals added compensated
     lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
@@ -450,7 +454,9 @@ class CRenderer(CFamily):
         if not self.streams():
             return []
         outs = sum(1 for a in self.k.args if a.role == "out" and a.space == "elem")
-        return [f"  const int ap_stream = R * N * {4 * outs} >= {self.s.stream};"]
+        # a scratch stash's long rows stash into the output row, which streaming would read back from memory
+        short = f" && N <= {SCRATCH_ROW}" if self.s.stash and self.s.scratch else ""
+        return [f"  const int ap_stream = R * N * {4 * outs} >= {self.s.stream}{short};"]
 
     def render_elementwise(self) -> list[str]:
         p = plan(self.k)
@@ -465,11 +471,19 @@ class CRenderer(CFamily):
         return self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + self.parallel(lines)
 
     def render_row(self) -> list[str]:
+        """One row per iteration: the reducing passes, then the final pass's stores. A stash keeps
+        its value in the output row until the final pass overwrites it; a scratch stash keeps it in
+        a buffer on the thread's stack instead (rows up to SCRATCH_ROW), so the final pass reads it
+        from L1 and may stream its stores past the cache without reading back the lines it streams."""
         p = plan(self.k)
         st = stash(self.k, p) if self.s.stash else None
-        keep = {st.value: [self.assign(st.value), f"out{st.arg}[r * N + j] = {self.name(st.value)};"]} if st else {}
+        kept = (f"ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
+        keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
+        if st and self.s.scratch:
+            lines += [f"    float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));",
+                      f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
         lines += [f"    {self.assign(i)}" for i in p.row_before]
         for rp in p.passes:
             for r in rp.reduces:
@@ -485,7 +499,7 @@ class CRenderer(CFamily):
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
         if st:
-            read = f"const float {self.name(st.value)} = out{st.arg}[r * N + j];"
+            read = f"const float {self.name(st.value)} = {kept};"
             lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
         elif p.final_elem:
             lines += self.store_loop("    ", list(p.final_elem))
