@@ -499,7 +499,9 @@ def speedup_plot(rows: list[Row], path: str) -> None:
 
 
 def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
-    """Achieved GB/s per kernel under both allocator conditions, against the measured stream line."""
+    """Achieved GB/s per kernel under both allocator conditions, against the measured stream line,
+    the read-only kernel's line and, across each kernel's bars, the ceiling for its own mix of reads
+    and writes (roofline.mixed_gbps)."""
     labels = [row.label for row in rows if any(isinstance(t, Timing) for t in row.timings.values())]
     figure = Figure(figsize=(max(6.0, 1.0 * len(labels) + 3), 4.5))
     axes = figure.add_subplot()
@@ -511,6 +513,15 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
     if ceiling:
         axes.axhline(ceiling["bandwidth_gbps"], color="red", linestyle="--",
                      label=f"stream bandwidth {ceiling['bandwidth_gbps']:.1f} GB/s")
+        if _is_number(ceiling.get("read_gbps")):
+            axes.axhline(ceiling["read_gbps"], color="red", linestyle=":",
+                         label=f"read-only {ceiling['read_gbps']:.1f} GB/s")
+        mixes = [(i, roofline.mixed_gbps(t.bytes_read, t.bytes_moved - t.bytes_read, ceiling))
+                 for i, t in enumerate(row.timings.get("warm") for row in rows if row.label in labels)
+                 if isinstance(t, Timing) and t.bytes_read is not None]
+        for n, (i, gbps) in enumerate(mixes):  # each op's own ceiling, across its pair of bars
+            axes.hlines(gbps, i - 0.45, i + 0.45, color="black", linewidth=2,
+                        label="the op's mix of reads and writes: its ceiling" if n == 0 else None)
     axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     axes.set_ylabel("achieved GB/s (bytes_moved / median)")
     axes.set_title("Achieved bandwidth against the measured roofline")
