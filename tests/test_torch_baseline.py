@@ -72,3 +72,12 @@ def test_agrees_needs_every_output_close_and_of_the_same_shape():
     assert not contenders.agrees([np.array([1.0, 2.1]), np.array([[3.0]])], ref)
     assert not contenders.agrees([np.array([1.0, 2.0]), np.array([3.0])], ref)
     assert not contenders.agrees([np.array([1.0, 2.0])], ref)
+
+
+def test_inputs_live_in_torchs_memory_not_numpys(rmsnorm):
+    """Each contender holds its inputs in its own framework's memory: a tensor sharing a numpy
+    array's buffer would read numpy's huge pages, which MLX's contenders never get."""
+    f, xs, _ = rmsnorm
+    for x, t in zip(xs, torch_baseline.tensors(xs, f.traced)):
+        assert t.data_ptr() != x.ctypes.data
+        assert np.array_equal(t.numpy(), x)
