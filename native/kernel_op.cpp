@@ -10,7 +10,11 @@
 // ops do, so the op is lazy, composes with other ops and runs inside mx.compile'd code.
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -34,6 +38,47 @@ using namespace mlx::core;
 namespace autoperfect {
 
 using KernelFn = void (*)(void**, const int64_t*, const int64_t*);
+
+// Outputs of this many bytes or more are offered transparent huge pages, as numpy offers its own
+// arrays (it madvises every allocation of 4 MiB or more): a fresh large output otherwise faults
+// once per 4 KiB page as the kernel first writes it, which on the machines here costs more than
+// the kernel (a 64 MiB output malloc'd, written by two threads and freed: 32 ms on 4 KiB pages,
+// 9.6 ms madvised; docs/experiments/2026-12-03-cpu/hp.c). A hint only: where THP is off, or the
+// memory is already faulted, nothing changes. AUTOPERFECT_HUGE_PAGES=0 (read once) turns it off.
+constexpr size_t kHugePageHintBytes = size_t(4) << 20;
+
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* setting = std::getenv("AUTOPERFECT_HUGE_PAGES");
+    return setting == nullptr || std::string(setting) != "0";
+  }();
+  return wanted;
+}
+
+void offer_huge_pages(void* data, size_t nbytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (nbytes < kHugePageHintBytes || !huge_pages_wanted()) {
+    return;
+  }
+  const auto start = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t page = 4096;
+  const std::uintptr_t first = (start + page - 1) / page * page;  // whole pages inside the buffer
+  if (first >= start + nbytes) {
+    return;
+  }
+  // Only memory the kernel will fault in: a block glibc reuses (its pages already resident, as
+  // under the warm allocator) is left alone, since marking it makes khugepaged collapse it behind
+  // the kernels' backs (RMSNorm's warm calls ran 16-25% slower hinted every call).
+  unsigned char resident = 0;
+  if (mincore(reinterpret_cast<void*>(first), page, &resident) == 0 && (resident & 1)) {
+    return;
+  }
+  madvise(reinterpret_cast<void*>(first), start + nbytes - first, MADV_HUGEPAGE);  // best effort
+#else
+  (void)data;
+  (void)nbytes;
+#endif
+}
 
 class KernelOp : public FixedLaunch {
  public:
@@ -60,6 +105,7 @@ class KernelOp : public FixedLaunch {
     }
     for (auto& out : outputs) {
       out.set_data(allocator::malloc(out.nbytes()));
+      offer_huge_pages(out.data<void>(), out.nbytes());
       encoder.set_output_array(out);
       bufs.push_back(out.data<char>());
     }

@@ -6,5 +6,6 @@ rule native:
         "results/native.json",
     params:
         code=stage_hash("autoperfect.native"),
+        extension=native_build_key(),  # its C++ sources, MLX's and nanobind's versions, the ABI
     script:
         "../scripts/native.py"

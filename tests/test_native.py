@@ -286,3 +286,51 @@ print(libc.mallinfo2().fordblks >= 64 << 20)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(kept)
+
+
+HUGE_PAGE_PROBE = """
+import ctypes, sys
+import mlx.core as mx, numpy as np
+from autoperfect.backends import cpu
+sys.path.insert(0, sys.argv[1])
+from test_native import PROBE, probe_call
+
+def vm_flags(address):
+    flags, current = {}, None
+    for line in open("/proc/self/smaps").read().splitlines():
+        head = line.split()[0]
+        if "-" in head and all(c in "0123456789abcdef-" for c in head):
+            current = tuple(int(v, 16) for v in head.split("-"))
+        elif line.startswith("VmFlags:"):
+            flags[current] = line.split()[1:]
+    (found,) = [f for (lo, hi), f in flags.items() if lo <= address < hi]
+    return found
+
+lib = ctypes.CDLL(cpu.build(PROBE).library)
+for n in (16 << 20, 1 << 16):   # a 64 MiB output (past glibc's largest mmap threshold: fresh pages), a 256 KiB one
+    (y,) = probe_call(lib, mx.zeros((n,)))
+    mx.eval(y)
+    assert float(y[n - 1]) == 1.0
+    # the last element's page: the hint covers the whole pages inside the buffer, not the first one,
+    # which its allocator shares with the block's header
+    print(n, "hg" in vm_flags(np.asarray(memoryview(y)).ctypes.data + 4 * n - 4))
+"""
+
+
+@pytest.mark.skipif(not Path("/sys/kernel/mm/transparent_hugepage/enabled").exists(),
+                    reason="no transparent huge pages in this kernel")
+@pytest.mark.parametrize("setting, large_hinted", [(None, True), ("0", False)])
+def test_large_fresh_outputs_are_offered_huge_pages(ext, setting, large_hinted):
+    """A native call's output of 4 MiB or more that the kernel will fault in is madvised onto huge
+    pages (its mapping carries `hg` in /proc/self/smaps); a small one is not; with
+    AUTOPERFECT_HUGE_PAGES=0 none is. In a child with glibc's default allocator, so the 64 MiB
+    output is a fresh mapping of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "AUTOPERFECT_HUGE_PAGES"}
+    if setting is not None:
+        env["AUTOPERFECT_HUGE_PAGES"] = setting
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    tests = str(Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-c", HUGE_PAGE_PROBE, tests], env=env, capture_output=True,
+                         text=True, cwd=tests)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(16 << 20), str(large_hinted), str(1 << 16), "False"]
