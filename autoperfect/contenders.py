@@ -196,7 +196,7 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int) -> dic
     (the stream bandwidth in those rounds), and `mixed_gbps`, the ceiling for the op's own mix of
     reads and writes from the same rounds' read and copy figures (roofline.mixed_gbps)."""
     figures = {f"{name}_gbps": r["gbps"] for name, r in in_rounds.items()}
-    return {"gbps": max(figures[f"{k}_gbps"] for k in roofline.STORE_KINDS),
+    return {"gbps": roofline.stream_gbps(figures),
             "mixed_gbps": roofline.mixed_gbps(read, written, figures), "kernels": in_rounds}
 
 

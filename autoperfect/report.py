@@ -48,6 +48,13 @@ class Timing:
     def gbps(self) -> float:
         return self.bytes_moved / self.kernel["median_s"] / 1e9
 
+    def mixed_gbps(self, ceiling: dict) -> float | None:
+        """The roofline's ceiling for this op's mix of reads and writes (None where bench.json
+        did not record its reads)."""
+        if self.bytes_read is None:
+            return None
+        return roofline.mixed_gbps(self.bytes_read, self.bytes_moved - self.bytes_read, ceiling)
+
 
 @dataclass(frozen=True)
 class Row:
@@ -345,8 +352,8 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     short, behind, over_torch = [], [], []
     for row, t in timed:
         stream = roofline.fraction(t.bytes_moved, t.kernel["median_s"], ceiling)
-        mixed = (NONE if t.bytes_read is None else
-                 f"{100 * t.gbps / roofline.mixed_gbps(t.bytes_read, t.bytes_moved - t.bytes_read, ceiling):.0f}%")
+        mix = t.mixed_gbps(ceiling)
+        mixed = NONE if mix is None else f"{100 * t.gbps / mix:.0f}%"
         memory_bound = t.bound is not None and t.bound["bound"] == "memory"
         if memory_bound and t.bytes_moved >= GOAL_MEMORY_BYTES and stream < GOAL_STREAM_SHARE:
             short.append(f"{row.op} ({100 * stream:.0f}%)")
@@ -519,7 +526,7 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
         if _is_number(ceiling.get("read_gbps")):
             axes.axhline(ceiling["read_gbps"], color="red", linestyle=":",
                          label=f"read-only {ceiling['read_gbps']:.1f} GB/s")
-        mixes = [(i, roofline.mixed_gbps(t.bytes_read, t.bytes_moved - t.bytes_read, ceiling))
+        mixes = [(i, t.mixed_gbps(ceiling))
                  for i, t in enumerate(row.timings.get("warm") for row in rows if row.label in labels)
                  if isinstance(t, Timing) and t.bytes_read is not None]
         for n, (i, gbps) in enumerate(mixes):  # each op's own ceiling, across its pair of bars

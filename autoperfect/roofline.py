@@ -214,13 +214,8 @@ void stream_triad_nt(float *restrict a, const float *restrict b, const float *re
 """
 
 
-def read_source(chains: int = READ_CHAINS) -> str:
-    """Stream read: the sum of one array, each thread over its share with `chains` independent
-    vector accumulators (unaligned loads, as MLX's buffers are only 8-byte aligned), the tail
-    scalar. The sum is returned so the compiler keeps every load."""
-    return f"#define CHAINS {chains}\n" + """\
-/* Stream read: reads a, writes nothing; 4 bytes moved per element. Returns the sum. */
-#include <string.h>
+# The widest float vector the target has, as the read and FMA kernels declare it.
+VECTOR_TYPE = """\
 #if defined(__AVX512F__)
 #define VECTOR_BYTES 64
 #elif defined(__AVX__)
@@ -230,6 +225,17 @@ def read_source(chains: int = READ_CHAINS) -> str:
 #endif
 #define LANES (VECTOR_BYTES / 4)
 typedef float vec __attribute__((vector_size(VECTOR_BYTES)));
+"""
+
+
+def read_source(chains: int = READ_CHAINS) -> str:
+    """Stream read: the sum of one array, each thread over its share with `chains` independent
+    vector accumulators (unaligned loads, as MLX's buffers are only 8-byte aligned), the tail
+    scalar. The sum is returned so the compiler keeps every load."""
+    return f"#define CHAINS {chains}\n" + """\
+/* Stream read: reads a, writes nothing; 4 bytes moved per element. Returns the sum. */
+#include <string.h>
+""" + VECTOR_TYPE + """\
 
 double stream_read(const float *restrict a, long n)
 {
@@ -263,15 +269,7 @@ def fma_source(chains: int = FMA_CHAINS) -> str:
     wait on a latency; x and y arrive as arguments so the compiler cannot fold the loop away."""
     return f"#define CHAINS {chains}\n" + """\
 #include <omp.h>
-#if defined(__AVX512F__)
-#define VECTOR_BYTES 64
-#elif defined(__AVX__)
-#define VECTOR_BYTES 32
-#else
-#define VECTOR_BYTES 16
-#endif
-#define LANES (VECTOR_BYTES / 4)
-typedef float vec __attribute__((vector_size(VECTOR_BYTES)));
+""" + VECTOR_TYPE + """\
 
 int fma_lanes(void) { return LANES; }
 
@@ -377,9 +375,8 @@ def _best_time(call, repeats: int) -> float:
 def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
     """Best copy and triad bandwidth at `n` elements per array, with plain and with streaming
     stores, and the read-only kernel's over one of those arrays, the five alternating."""
-    a, b, c = (np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
-    calls = {name: _stream_call(kernels, name, *(a, b, c)[:max(2, BYTES_PER_ELEMENT[name] // 4)])
-             for name in BYTES_PER_ELEMENT}
+    arrays = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
+    calls = {name: _stream_call(kernels, name, *arrays[:per // 4]) for name, per in BYTES_PER_ELEMENT.items()}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
     return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
                               for name, times in samples.items()}}
@@ -412,6 +409,12 @@ def _stream_call(kernels: Kernels, name: str, a: np.ndarray, *rest: np.ndarray) 
     return lambda: kernel(a.ctypes.data, rest[0].ctypes.data, rest[1].ctypes.data, 3.0, n)
 
 
+def stream_gbps(figures: dict) -> float:
+    """The stream bandwidth from stream figures in GB/s (`copy_gbps`, `triad_nt_gbps`, ...): the
+    best of the copy and triad kernels there (the read kernel is not one of them)."""
+    return max(figures[f"{k}_gbps"] for k in STORE_KINDS if f"{k}_gbps" in figures)
+
+
 def mixed_gbps(read_bytes: int, written_bytes: int, figures: dict) -> float:
     """The bandwidth ceiling for traffic that reads `read_bytes` and writes `written_bytes`, from
     stream figures in GB/s (`read_gbps`, and `copy_gbps` / `copy_nt_gbps`): a byte read costs
@@ -421,7 +424,7 @@ def mixed_gbps(read_bytes: int, written_bytes: int, figures: dict) -> float:
     copy = max(figures.get(k) or 0.0 for k in ("copy_gbps", "copy_nt_gbps"))
     read = figures.get("read_gbps")
     if not read or not copy:
-        return max(figures[f"{k}_gbps"] for k in STORE_KINDS)
+        return stream_gbps(figures)
     per_read = 1.0 / read
     per_write = max(0.0, 2.0 / copy - per_read)
     return (read_bytes + written_bytes) / (read_bytes * per_read + written_bytes * per_write)
@@ -482,10 +485,10 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     sizes = plan.sizes or stream_sizes(caches, bench.available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
     by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in sizes]
-    best = {name: max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
+    best = {f"{name}_gbps": max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
     return {
-        **{f"{name}_gbps": gbps for name, gbps in best.items()},
-        "bandwidth_gbps": max(best[k] for k in STORE_KINDS),
+        **best,
+        "bandwidth_gbps": stream_gbps(best),
         "by_size": by_size,
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),

@@ -218,15 +218,24 @@ def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
     streamed = BE.Kernel(k, library(k, Schedule("s", stream=1), tmp_path))
     rng = np.random.default_rng(seed_for("stream", str(n)))
     a, b = (rng.standard_normal((3, n)).astype(np.float32) for _ in range(2))
+    assert_equal_at_every_shift(k, (plain, streamed), [a, b], (3, n), outputs=2)
+
+
+def assert_equal_at_every_shift(k, kernels, inputs, shape, outputs: int = 1) -> None:
+    """Each kernel's outputs written into NaN-filled buffers at every 4-byte offset of a 64-byte
+    line (a second output 3 floats further on than the first), compared buffer for buffer with the
+    first kernel's: heads, chunks and tails all written the same, nothing outside them."""
+    size = int(np.prod(shape))
     for shift in range(16):
-        outs = []
-        for kern in (plain, streamed):
-            backing = [np.full(3 * n + 16, np.nan, dtype=np.float32) for _ in range(2)]
-            views = [buf[at:at + 3 * n].reshape(3, n) for buf, at in zip(backing, (shift, (shift + 3) % 16))]
-            kern.run_numpy([a, b] + views, k.launch)
-            outs.append(backing)
-        for want, got in zip(*outs):
-            assert np.array_equal(want, got, equal_nan=True)
+        runs = []
+        for kern in kernels:
+            backing = [np.full(size + 16, np.nan, dtype=np.float32) for _ in range(outputs)]
+            views = [buf[at:at + size].reshape(shape) for buf, at in zip(backing, (shift, (shift + 3) % 16))]
+            kern.run_numpy(list(inputs) + views, k.launch)
+            runs.append(backing)
+        for run in runs[1:]:
+            for want, got in zip(runs[0], run):
+                assert np.array_equal(want, got, equal_nan=True), shift
 
 
 @pytest.mark.parametrize("n", [1, 63, 200, cfamily.SCRATCH_ROW + 5])
@@ -241,13 +250,7 @@ def test_a_streamed_scratch_softmax_equals_the_stash_in_the_output_at_every_alig
     stashed = BE.Kernel(k, library(k, by_name["libmvec_stash_v16"], tmp_path))
     scratch = BE.Kernel(k, library(k, replace(by_name["libmvec_scratch_v16"], stream=1), tmp_path))
     x = np.random.default_rng(seed_for("scratch", str(n))).standard_normal((3, n)).astype(np.float32)
-    for shift in range(16):
-        outs = []
-        for kern in (stashed, scratch):
-            backing = np.full(3 * n + 16, np.nan, dtype=np.float32)
-            kern.run_numpy([x, backing[shift:shift + 3 * n].reshape(3, n)], k.launch)
-            outs.append(backing)
-        assert np.array_equal(*outs, equal_nan=True), shift
+    assert_equal_at_every_shift(k, (stashed, scratch), [x], (3, n))
 
 
 # -- width, split reductions, reciprocals ------------------------------------------------------------

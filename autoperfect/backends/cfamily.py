@@ -477,7 +477,7 @@ class CRenderer(CFamily):
         from L1 and may stream its stores past the cache without reading back the lines it streams."""
         p = plan(self.k)
         st = stash(self.k, p) if self.s.stash else None
-        kept = (f"ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
+        kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
