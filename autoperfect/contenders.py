@@ -6,13 +6,24 @@ the spec's `fast:` expression (an `mx.fast` twin) and, when torch is installed, 
 run by torch eagerly and through `torch.compile` (its compile time reported apart). Baselines are
 checked against the reference before they are timed, since a wrong baseline would make a lie of
 the ratio. All run in one process, so the allocator condition is the same for every contender.
+
+Two states are timed. Single calls: each round calls every contender once, in a shuffled order, so
+each call finds the caches and the threads as its neighbour left them (what an isolated call pays).
+Steady (the warm allocator's run adds it): a sample is a burst of back-to-back calls of one
+contender taking copies of the inputs in turn, enough copies that they pass the caches as the
+roofline's streams do (steady_set_count): the state of a model's step, calling kernel after kernel
+on tensors that were not just read, and the state the roofline itself is measured in. In both, the
+roofline's stream kernels move the op's bytes in the same rounds, so each state has its own ceiling.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import warnings
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -22,6 +33,12 @@ from .pipeline import front, program
 from .spec import OpSpec, seed_for
 
 VARIANT_ROUNDS = 7
+STEADY_MIN_CALLS = 8  # a steady sample is at least this many back-to-back calls of one contender ...
+STEADY_REPEATS = 11   # ... in this many interleaved rounds
+STEADY_MAX_SETS = 16  # copies of the inputs a steady burst takes in turn, at most
+STEADY = (f"steady: bursts of at least {STEADY_MIN_CALLS} back-to-back calls of each contender taking copies "
+          f"of the inputs in turn, as many as hold {roofline.BEYOND} times the caches (at most {STEADY_MAX_SETS}; "
+          "bench.json's steady.burst and steady.input_sets)")
 SCALES = (64, 16, 4)  # the spec's rows divided by these (and the spec itself): how time grows with size
 
 
@@ -34,14 +51,17 @@ def inputs_for(spec: OpSpec):
     return xs, arrays
 
 
-def evaluated(fn, args):
+def evaluate(fn, args):
+    """One user call: `fn` on `args`, evaluated."""
     import mlx.core as mx
 
-    def call():
-        out = fn(*args)
-        mx.eval(out)
-        return out
-    return call
+    out = fn(*args)
+    mx.eval(out)
+    return out
+
+
+def evaluated(fn, args):
+    return functools.partial(evaluate, fn, args)
 
 
 def pipelined(fn, args, calls: int):
@@ -83,9 +103,10 @@ def mlx_values(out) -> list[np.ndarray]:
     return [np.asarray(o.astype(mx.float32), dtype=np.float64) for o in outs]
 
 
-def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dict) -> tuple[dict, dict]:
-    """`torch_eager` and `torch_compile` when torch is installed, each checked before it is timed;
-    returns the contenders and the seconds torch.compile's first call took."""
+def torch_calls(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dict) -> tuple[dict, dict]:
+    """`torch_eager` and `torch_compile` when torch is installed, each a function of the op's
+    inputs in torch's memory (torch_baseline.tensors) and checked on `xs` before it is timed;
+    returns the calls and the seconds torch.compile's first call took."""
     if importlib.util.find_spec("torch") is None:
         return {}, {}
     from . import torch_baseline
@@ -101,12 +122,67 @@ def torch_contenders(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dic
     except Exception as err:  # noqa: BLE001 (a baseline that fails must not sink the kernel's figures)
         warnings.warn(f"torch.compile failed, torch_compile is left out: {err}", RuntimeWarning)
         checks["torch_compile"], compile_s = False, None
-    contenders = {}
+    checked = {}
     for name, call in calls.items():
         checks[name] = agrees(torch_baseline.to_numpy(call(*inputs)), ref)
         if checks[name]:
-            contenders[name] = lambda call=call: call(*inputs)
-    return contenders, {} if compile_s is None else {"torch_compile": compile_s}
+            checked[name] = call
+    return checked, {} if compile_s is None else {"torch_compile": compile_s}
+
+
+@dataclass(frozen=True)
+class InputSet:
+    """One copy of the op's inputs in each contender's memory: numpy's (the numpy baseline), MLX's
+    and, where a torch baseline runs, torch's."""
+    xs: tuple[np.ndarray, ...]
+    arrays: tuple
+    tensors: tuple | None = None
+
+
+def input_sets(spec: OpSpec, f, count: int, with_torch: bool) -> list[InputSet]:
+    """`count` copies of the benchmark's inputs (inputs_for: the same values in each), every one in
+    its own buffers."""
+    import mlx.core as mx
+
+    xs, arrays = inputs_for(spec)
+    sets = []
+    for k in range(count):
+        if k:
+            xs = [x.copy() for x in xs]
+            arrays = [mx.array(x).astype(dtypes.to_mlx(i.dtype)) for x, i in zip(xs, spec.inputs)]
+            mx.eval(*arrays)
+        tensors = None
+        if with_torch:
+            from . import torch_baseline
+            tensors = tuple(torch_baseline.tensors(xs, f.traced))
+        sets.append(InputSet(tuple(xs), tuple(arrays), tensors))
+    return sets
+
+
+def over(calls: dict[str, Callable[[InputSet], object]], sets: list[InputSet]) -> dict[str, Callable[[], object]]:
+    """Each contender as a zero-argument call taking the `sets` in turn (one set: always that one)."""
+    return {name: roofline.cycling([functools.partial(call, s) for s in sets]) for name, call in calls.items()}
+
+
+def user_calls(spec: OpSpec, f, torch_fns: dict, checks: dict, ref: list[np.ndarray],
+               first: InputSet) -> dict[str, Callable[[InputSet], object]]:
+    """The baselines as functions of an input set, each doing what a user pays for: MLX eager,
+    mx.compile, numpy, the spec's mx.fast twin (checked on `first` against `ref`) and torch's."""
+    import mlx.core as mx
+
+    fn = spec.function()
+    compiled = mx.compile(fn)
+    calls = {"mlx_eager": lambda s: evaluate(fn, s.arrays),
+             "mlx_compile": lambda s: evaluate(compiled, s.arrays),
+             "numpy": lambda s: interp.evaluate(f.traced, list(s.xs), "native")}
+    fast = fast_baseline(spec)
+    if fast is not None:
+        checks["mlx_fast"] = agrees(mlx_values(fast(*first.arrays)), ref[:1])
+        if checks["mlx_fast"]:
+            calls["mlx_fast"] = lambda s: evaluate(fast, s.arrays)
+    for name, call in torch_fns.items():
+        calls[name] = lambda s, call=call: call(*s.tensors)
+    return calls
 
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
@@ -146,49 +222,67 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
 
 def measure(payload: dict) -> dict:
     """Child entry point: payload has spec, backend, variants {kernel: {variant: library}},
-    warmup, repeats."""
-    import mlx.core as mx
-
+    warmup, repeats, and optionally scaling and steady (true: add those measurements)."""
     spec = OpSpec.from_json(payload["spec"])
     be = backends.get(payload["backend"])
     seed = seed_for(spec.name, "bench-order")
     f = front(spec)
-    xs, arrays = inputs_for(spec)
-    fn = spec.function()
+    read, written = ideal_traffic(f)
+    count = steady_set_count(read, roofline.cache_bytes()) if payload.get("steady") else 1
+    with_torch = importlib.util.find_spec("torch") is not None
+    sets = input_sets(spec, f, count, with_torch)
+    xs = list(sets[0].xs)
     ref = interp.evaluate(f.traced, xs, "float64")
-    contenders = {"mlx_eager": evaluated(fn, arrays),
-                  "mlx_compile": evaluated(mx.compile(fn), arrays),
-                  "numpy": lambda: interp.evaluate(f.traced, xs, "native")}
     checks = {}
-    fast = fast_baseline(spec)
-    if fast is not None:
-        checks["mlx_fast"] = agrees(mlx_values(fast(*arrays)), ref[:1])
-        if checks["mlx_fast"]:
-            contenders["mlx_fast"] = evaluated(fast, arrays)
-    torch_calls, compile_s = torch_contenders(f, xs, ref, checks)
-    contenders.update(torch_calls)
-    choice = choose_variants(f, payload["variants"], arrays, be, seed, contenders)
+    torch_fns, compile_s = torch_calls(f, xs, ref, checks)
+    calls = user_calls(spec, f, torch_fns, checks, ref, sets[0])
+    contenders = over(calls, sets[:1])
+    choice = choose_variants(f, payload["variants"], list(sets[0].arrays), be, seed, contenders)
     loaded = {k.name: be.Kernel(k, payload["variants"][k.name][choice[k.name]["chosen"]])
               for k in f.kernels if k is not None}
-    contenders["kernel"] = evaluated(program(f, loaded), arrays)
-    # the roofline's stream kernels moving the op's ideal bytes, in the same rounds: the ceiling in
-    # the cache state the neighbours leave (not contenders: no speedup is taken over them)
-    read, written = ideal_traffic(f)
-    streams = roofline.stream_calls(roofline.load_kernels(roofline.DEFAULT_CACHE_DIR), read + written)
+    ours = program(f, loaded)
+    calls["kernel"] = lambda s: evaluate(ours, s.arrays)
+    kernels = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
+    single = timed_with_streams(over(calls, sets[:1]), kernels, read, written, payload["warmup"],
+                                payload["repeats"], seed)
+    extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
+    if payload.get("steady"):
+        burst = count * -(-STEADY_MIN_CALLS // count)
+        extra["steady"] = {**timed_with_streams(over(calls, sets), kernels, read, written,
+                                                max(payload["warmup"], count), STEADY_REPEATS, seed,
+                                                burst, count),
+                           "input_sets": count, "burst": burst, "rounds": STEADY_REPEATS}
+    return {**extra, **single, "variants": choice, "baseline_checks": checks, "compile_s": compile_s,
+            "dispatch": native.describe(), "bytes_moved": read + written, "bytes_read": read,
+            "machine": bench.machine()}
+
+
+def steady_set_count(read_bytes: int, caches: int | None) -> int:
+    """How many copies of the inputs a steady burst takes in turn: enough that together they hold
+    roofline.BEYOND times the caches, so each call reads its inputs from memory, as the roofline's
+    streams do, and not from the cache the previous call left them in; at most STEADY_MAX_SETS
+    (a small op's inputs stay in the caches however many copies: in a loop they would too), one
+    where sysfs names no cache."""
+    return min(STEADY_MAX_SETS, max(1, -(-roofline.BEYOND * (caches or 0) // max(1, read_bytes))))
+
+
+def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, read: int, written: int,
+                       warmup: int, repeats: int, seed: int, burst: int = 1, spans: int = 1) -> dict:
+    """The kernel against every baseline in interleaved rounds (bench.time_interleaved), with the
+    roofline's stream kernels moving the op's ideal bytes in the same rounds, over `spans` slices
+    as the contenders take their input sets: the ceiling in the state the neighbours leave (not
+    contenders: no speedup is taken over them)."""
+    streams = roofline.stream_calls(kernels, read + written, spans)
     samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
-                                     payload["warmup"], payload["repeats"], seed)
+                                     warmup, repeats, seed, burst)
     medians = {n: float(np.median(samples.pop(f"stream_{n}"))) for n in streams}
     in_rounds = {n: {"median_s": medians[n], "bytes": moved, "gbps": moved / medians[n] / 1e9}
                  for n, (_, moved) in streams.items()}
     kernel = samples.pop("kernel")
-    extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
-    return {**extra, "kernel": bench.summarize(kernel, seed),
+    return {"kernel": bench.summarize(kernel, seed),
             "stream_in_rounds": in_rounds_record(in_rounds, read, written),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
-            "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
-            "variants": choice, "baseline_checks": checks, "compile_s": compile_s,
-            "dispatch": native.describe(), "bytes_moved": read + written, "bytes_read": read,
-            "machine": bench.machine()}
+            "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()}}
 
 
 def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int) -> dict:
@@ -234,8 +328,11 @@ def scaling(spec: OpSpec, loaded: dict, payload: dict, seed: int) -> list[dict]:
         fn = spec.function()
         calls = {"kernel": evaluated(ours, arrays), "mlx_eager": evaluated(fn, arrays),
                  "mlx_compile": evaluated(mx.compile(fn), arrays)}
-        torch_calls, _ = torch_contenders(f, xs, ref, {})
-        calls.update({k: v for k, v in torch_calls.items() if k == "torch_compile"})
+        torch_fns, _ = torch_calls(f, xs, ref, {})
+        if "torch_compile" in torch_fns:
+            from . import torch_baseline
+            calls["torch_compile"] = functools.partial(torch_fns["torch_compile"],
+                                                       *torch_baseline.tensors(xs, f.traced))
         samples = bench.time_interleaved(calls, payload["warmup"], payload["repeats"], seed)
         rows.append({**row, **{name: bench.summarize(s, seed) for name, s in samples.items()}})
     return rows

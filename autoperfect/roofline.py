@@ -26,6 +26,7 @@ import argparse
 import ctypes
 import functools
 import hashlib
+import itertools
 import os
 import subprocess
 import time
@@ -379,24 +380,35 @@ def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
     calls = {name: _stream_call(kernels, name, *arrays[:per // 4]) for name, per in BYTES_PER_ELEMENT.items()}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
     return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
-                              for name, times in samples.items()}}
+                              for name, times in samples.items()},
+            # the typical moment beside the best: on a shared VM the two differ by up to 1.7x
+            "median_gbps": {f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / float(np.median(times)) / 1e9
+                            for name, times in samples.items()}}
 
 
-def stream_calls(kernels: Kernels, bytes_moved: int) -> dict[str, tuple[Callable[[], None], int]]:
+def stream_calls(kernels: Kernels, bytes_moved: int, spans: int = 1) -> dict[str, tuple[Callable[[], None], int]]:
     """The five stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
     bytes/12, read over bytes/4), each as (call, bytes it moves): timed among an op's contenders, in
     the same rounds, they are the ceiling in the op's own cache state (what the neighbours leave in
     the caches, dirty lines included), which a stream measured alone over arrays beyond the caches
-    is not."""
+    is not. With `spans` above 1 each kernel's arrays hold that many such slices and its calls take
+    them in turn, as a steady burst takes its input sets (contenders.steady)."""
     calls, arrays = {}, {}
     for name, per in BYTES_PER_ELEMENT.items():
         n = max(1, bytes_moved // per)
         if per not in arrays:  # a kernel and its streaming twin share their arrays, as in measure_stream
-            arrays[per] = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(per // 4))  # pages faulted
-        call = _stream_call(kernels, name, *arrays[per])
+            arrays[per] = tuple(np.full(n * spans, 1.0, dtype=np.float32) for _ in range(per // 4))  # pages faulted
+        call = cycling([_stream_call(kernels, name, *(a[k * n:(k + 1) * n] for a in arrays[per]))
+                        for k in range(spans)])
         call.buffers = arrays[per]  # kept alive with the call
         calls[name] = (call, per * n)
     return calls
+
+
+def cycling(calls: list[Callable[[], object]]) -> Callable[[], object]:
+    """One callable that makes the next of `calls` each time it is called, round and round."""
+    turn = itertools.cycle(calls)
+    return lambda: next(turn)()
 
 
 def _stream_call(kernels: Kernels, name: str, a: np.ndarray, *rest: np.ndarray) -> Callable[[], None]:
@@ -489,6 +501,9 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     return {
         **best,
         "bandwidth_gbps": stream_gbps(best),
+        # the stream bandwidth at the median of each kernel's samples (best size): what a call at
+        # a typical moment gets, where bandwidth_gbps is the best moment's
+        "median_bandwidth_gbps": max(stream_gbps(s["median_gbps"]) for s in by_size),
         "by_size": by_size,
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),

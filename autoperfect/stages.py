@@ -11,7 +11,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import artifacts, backends, bench, cost, roofline, static
+from . import artifacts, backends, bench, contenders, cost, roofline, static
 from .backends.cfamily import Unsupported
 from .canon import canonicalize
 from .fuse import Partition, fuse
@@ -166,31 +166,43 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     payload = {"spec": spec.to_json(), "backend": validation["backend"], "variants": validation["verified"],
                "warmup": settings["warmup"], "repeats": settings["repeats"]}
     timeout = settings.get("timeout_s", 900)
-    warm = bench.run_condition("warm", "autoperfect.contenders:measure", {**payload, "scaling": True}, timeout)
+    warm = bench.run_condition("warm", "autoperfect.contenders:measure",
+                               {**payload, "scaling": True, "steady": True}, timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
     limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling,
                            warm["bytes_read"])
-    achieved = warm["bytes_moved"] / warm["kernel"]["median_s"] / 1e9
+    steady = {}
+    if "steady" in warm:
+        steady = {"steady": {**warm["steady"], **_shares(warm["bytes_moved"], warm["steady"], ceiling, limit),
+                             "condition": f"{warm['condition']}; {contenders.STEADY}"}}
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
                                         "bytes_moved", "bytes_read", "machine", "condition", "dispatch", "compile_s", "scaling",
                                         "stream_in_rounds")
                    if k in warm},
+        **_shares(warm["bytes_moved"], warm, ceiling, limit),
+        "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},
+        "classification": limit, **steady,
+        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
+                                                   "stream_in_rounds") if k in cold}})
+
+
+def _shares(bytes_moved: int, timed: dict, ceiling: dict, limit: dict) -> dict:
+    """A timing's kernel against the ceilings: GB/s achieved and its shares."""
+    seconds = timed["kernel"]["median_s"]
+    achieved = bytes_moved / seconds / 1e9
+    return {
         "achieved_gbps": achieved,
         # the roofline's time over the kernel's: achieved bandwidth over what the op's mix of reads
         # and writes can reach for a memory-bound op, achieved work rate over the ceilings for a
         # compute-bound one
-        "roofline_fraction": limit["seconds"] / warm["kernel"]["median_s"],
+        "roofline_fraction": limit["seconds"] / seconds,
         # achieved bandwidth over the stream bandwidth (the best copy or triad), whatever the mix
-        "bandwidth_fraction": roofline.fraction(warm["bytes_moved"], warm["kernel"]["median_s"], ceiling),
+        "bandwidth_fraction": roofline.fraction(bytes_moved, seconds, ceiling),
         # against the stream kernels timed in the kernel's own rounds (the same cache state), for
         # the op's mix
-        "stream_in_rounds_fraction": achieved / warm["stream_in_rounds"]["mixed_gbps"],
-        "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},
-        "classification": limit,
-        "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
-                                                   "stream_in_rounds") if k in cold}})
+        "stream_in_rounds_fraction": achieved / timed["stream_in_rounds"]["mixed_gbps"]}
 
 
 def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: str, out: str) -> None:

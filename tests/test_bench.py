@@ -198,3 +198,39 @@ def test_variants_are_chosen_per_call_when_pipelined(monkeypatch):
     assert len(queued) == 5 * 2 * (2 + 3)  # every sample queued `pipeline` calls (warm-up rounds too)
     versus = choice["k"]["over_runner_up"]  # paired, in the same rounds: about 4x, and told apart
     assert versus["variant"] == "slow" and versus["ci95"][0] > 1.5 and choice["k"]["rounds"] == 3
+
+
+def test_a_steady_burst_takes_enough_copies_of_the_inputs_to_pass_the_caches():
+    """roofline.BEYOND times the caches over the bytes each call reads, rounded up; one copy when
+    one call reads past that already, or where no cache is known; never more than STEADY_MAX_SETS."""
+    from autoperfect import contenders, roofline
+
+    assert roofline.BEYOND == 4
+    assert contenders.steady_set_count(16 << 20, 36 << 20) == 9      # 144 MB over 16 MB
+    assert contenders.steady_set_count(17 << 20, 36 << 20) == 9      # 8.5 rounded up
+    assert contenders.steady_set_count(192 << 20, 36 << 20) == 1
+    assert contenders.steady_set_count(16 << 20, None) == 1
+    assert contenders.steady_set_count(4096, 36 << 20) == contenders.STEADY_MAX_SETS
+
+
+def test_input_sets_hold_the_same_values_in_their_own_buffers_and_are_taken_in_turn():
+    import mlx.core as mx
+
+    from autoperfect import contenders
+    from autoperfect.pipeline import front
+
+    from op_table import config_specs, small_shapes
+
+    spec = config_specs()["rmsnorm"]
+    spec = spec.with_shapes(small_shapes(spec.inputs))
+    sets = contenders.input_sets(spec, front(spec), 3, with_torch=False)
+    first = sets[0]
+    for s in sets[1:]:
+        assert all(not np.shares_memory(a, b) and np.array_equal(a, b) for a, b in zip(s.xs, first.xs))
+        assert all(mx.array_equal(a, b).item() and a is not b for a, b in zip(s.arrays, first.arrays))
+        assert s.tensors is None
+    seen = []
+    call = contenders.over({"f": lambda s: seen.append(s)}, sets)["f"]
+    for _ in range(7):
+        call()
+    assert [[t is s for t in sets].index(True) for s in seen] == [0, 1, 2, 0, 1, 2, 0]

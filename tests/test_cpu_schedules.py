@@ -299,6 +299,29 @@ def test_width_and_split_reach_the_source():
     assert exp_pass.count("__builtin_prefetch(in0 + b0 + strides[0] + jm") == cpu.SPLIT // 16
 
 
+def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_loop():
+    """Where the final pass streams and nothing is stashed, the next row's inputs are asked for
+    there, one line per 16 floats of each streamed chunk, of the inputs the reducing passes read
+    (x, not the weight row); the sum of squares, reading this row from memory, asks for nothing."""
+    k = kernel_of(spec_of("rms", "def rms(x, w):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True)) * w\n",
+                          x={"shape": [4, 64], "dtype": "float32"}, w={"shape": [64], "dtype": "float32"}))
+    (wide,) = [s for s in cpu.schedules_for(k) if s.name == "rows_v16"]
+    source = BE.render(k, wide)
+    reducing, stores = source.split("for (; jc + ")
+    assert "__builtin_prefetch" not in reducing
+    assert stores.count("__builtin_prefetch(in0 + b0 + strides[0] + jc + ") == cpu.CpuRenderer.chunk // 16
+    assert "__builtin_prefetch(in1" not in stores
+    # without streaming (a small call's threshold never met is decided at run time; a schedule that
+    # never streams) the reducing pass keeps the requests
+    plain = BE.render(k, replace(wide, stream=0))
+    assert plain.count("__builtin_prefetch(in0 + b0 + strides[0] + jm") == cpu.SPLIT // 16
+    # a stash's last reducing pass (softmax's exps) keeps them even where the stores stream
+    (scratch,) = [s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch]
+    exps = BE.render(kernel_of(SOFTMAX), scratch).split("const float r1 =")[1]
+    reducing, stores = exps.split("for (; jc + ")
+    assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in stores
+
+
 def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
     """softmax divides by its row sum (a reduction: not exact), so the reciprocal is taken once per
     row; x / max(x) is made of exact operations only, and keeps its division bit for bit."""

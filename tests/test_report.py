@@ -8,6 +8,7 @@ from autoperfect import report
 
 REASON = "element 17 of out (input class: subnormals): expected 1.5 got 2.0"
 WARM = "warm allocator: glibc keeps freed memory (MALLOC_MMAP_THRESHOLD_=1073741824)"
+STEADY = f"{WARM}; steady: bursts of 9 back-to-back calls taking 9 copies of the inputs in turn"
 
 
 def _stats(median_s):
@@ -27,6 +28,7 @@ def _bench(kernel_s):
     return {"op": "chain", "backend": "cpu", **_section(kernel_s, WARM), "bytes_moved": 4 * 4 * (1 << 24),
             "achieved_gbps": 26.0, "roofline_fraction": 0.55,
             "default_allocator": _section(0.0371, "default glibc allocator"),
+            "steady": _section(0.0081, STEADY),
             "machine": {"cpu": "Test CPU", "cores": 2}, "measured_at": "2026-01-01T00:00:00+00:00",
             "variants": {"k_1": {"chosen": "rows_v16", "median_s": {"rows": 0.00107, "rows_v16": 0.00097},
                                  "over_runner_up": {"variant": "rows", "median": 1.1, "ci95": [0.97, 1.21]}}}}
@@ -61,11 +63,12 @@ def _rows_of(markdown, op):
     return [line for line in markdown.splitlines() if line.startswith(f"| {op} |")]
 
 
-def test_report_shows_the_passing_op_with_both_conditions(results):
+def test_report_shows_the_passing_op_in_every_condition(results):
     markdown = _build(results)
     chain = _rows_of(markdown, "chain")
-    assert len(chain) == 2
-    assert "9.7 [8.73, 10.7]" in chain[0] and "37.1" in chain[1]
+    assert len(chain) == 3   # single calls, steady state, default allocator
+    assert "9.7 [8.73, 10.7]" in chain[0] and "8.1 [7.29, 8.91]" in chain[1] and "37.1" in chain[2]
+    assert f"Measured under: {STEADY}." in markdown
     assert "2.47x" in chain[0]  # mlx_eager 24 ms over the kernel's 9.7 ms
     assert "45.9 GB/s" in markdown and "550 GFLOP/s" in markdown
     assert f"Measured under: {WARM}." in markdown
@@ -136,7 +139,7 @@ def test_the_bound_column_names_what_binds_and_the_share_of_the_roofline(results
     (results / "roofline.json").write_text(json.dumps({
         **json.loads((results / "roofline.json").read_text()),
         "functions": {"rates": {"exp": {"per_second": 7.04e9, "schedule": "libmvec_v16"}}}}))
-    warm, default = _rows_of(_build(results), "chain")
+    warm, _, default = _rows_of(_build(results), "chain")
     assert "compute (exp): 50%" in warm          # 4.85 ms of exps against the kernel's 9.7 ms
     assert "compute (exp): 13%" in default       # and against 37.1 ms under glibc's defaults
     assert "exp 7" in _build(results)
@@ -153,7 +156,7 @@ def test_the_stream_column_is_the_share_of_the_stream_kernels_in_the_same_rounds
     data["stream_in_rounds"] = {"gbps": 2 * 4 * 4 * (1 << 24) / 0.0097 / 1e9}   # twice the kernel's rate
     data["default_allocator"]["stream_in_rounds"] = {"gbps": 4 * 4 * (1 << 24) / 0.0371 / 1e9}
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
-    warm, default = _rows_of(_build(results), "chain")
+    warm, _, default = _rows_of(_build(results), "chain")
     assert warm.rstrip().endswith("| 50% of 55.3 |")
     assert default.rstrip().endswith("| 100% of 7.2 |")
 
@@ -175,7 +178,7 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     mixed = 100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / report.roofline.mixed_gbps(3 * 4 * (1 << 24), 4 * (1 << 24),
                                                                                   {"read_gbps": 30.0, "copy_nt_gbps": 47.9})
     assert f"| 268 | memory | 58% | {mixed:.0f}% | – |" in row and "0.90x [0.85, 0.95]" in row  # no rounds recorded
-    assert "of the stream bandwidth: not chain (58%)" in section   # the verdict names the op
+    assert "of the stream bandwidth, single calls: not chain (58%)" in section   # the verdict names the op
     data["stream_in_rounds"] = {"gbps": 40.0, "mixed_gbps": 35.0, "kernels": {}}
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
@@ -183,3 +186,35 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert f"| {mixed:.0f}% | {100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / 35.0:.0f}% |" in row
     assert "not chain behind torch_compile (0.90x)" in section
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
+
+
+def test_the_goals_section_checks_the_stream_goal_in_the_steady_state_too(results):
+    """The steady state's share of the stream bandwidth and of the stream kernels timed in its own
+    bursts sit beside the single calls', and the 80% goal gets a verdict in each; a bench.json
+    without a steady section shows none and says it was not measured."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    data["steady"]["kernel"] = _stats(0.0065)    # 41.3 GB/s of 47.9: 86%
+    data["steady"]["stream_in_rounds"] = {"gbps": 45.0, "mixed_gbps": 44.0, "kernels": {}}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    steady_gbps = 4 * 4 * (1 << 24) / 0.0065 / 1e9
+    assert f"| 58% | – | – | {100 * steady_gbps / 47.9:.0f}% | {100 * steady_gbps / 44.0:.0f}% |" in row
+    assert "of the stream bandwidth, single calls: not chain (58%)" in section
+    assert "of the stream bandwidth, steady state: all" in section
+    data["steady"]["kernel"] = _stats(0.0097)
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "steady state: not chain (58%)" in _build(results)
+    del data["steady"]
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    markdown = _build(results)
+    assert "steady state: – (not measured)" in markdown
+    assert "no steady in bench.json" in _rows_of(markdown, "chain")[1]
+
+
+def test_the_roofline_line_gives_the_median_moments_stream_bandwidth_beside_the_best(results):
+    data = json.loads((results / "roofline.json").read_text())
+    (results / "roofline.json").write_text(json.dumps({**data, "copy_nt_gbps": 74.4, "triad_nt_gbps": 66.4,
+                                                       "bandwidth_gbps": 74.4, "median_bandwidth_gbps": 44.1}))
+    assert "the stream bandwidth is the best, 74.4 GB/s; at the median of their samples 44.1)" in _build(results)

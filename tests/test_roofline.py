@@ -40,6 +40,10 @@ def test_quick_measure_returns_positive_ceilings(measured):
     for key in (*kinds, "read_gbps", "bandwidth_gbps", "fma_gflops"):
         assert measured[key] > 0
     assert measured["bandwidth_gbps"] == max(measured[k] for k in kinds)  # the read kernel is not stream bandwidth
+    # the median moment's stream bandwidth, from the same samples: never above the best's
+    (size,) = measured["by_size"]
+    assert measured["median_bandwidth_gbps"] == max(size["median_gbps"][k] for k in kinds)
+    assert all(0 < size["median_gbps"][k] <= size[k] for k in (*kinds, "read_gbps"))
     assert set(measured["functions"]["rates"]) == {op.value for op in ULP_BOUND}
     assert all(r["per_second"] > 0 for r in measured["functions"]["rates"].values())
     assert measured["sizes"] == [16 << 20]
@@ -111,6 +115,24 @@ def test_stream_calls_move_the_ops_bytes_and_run(cache_dir):
             assert np.all(b == 7.0), name
         else:                         # stream_triad(dst, b, c, s, n): dst = b + s c
             assert np.all(a == 2.0 + 3.0 * 5.0), name
+
+
+def test_stream_calls_over_spans_take_their_slices_in_turn(cache_dir):
+    """With spans, a kernel's arrays hold that many slices of the op's bytes and its calls take
+    them one after the other, round and round: the k-th call of a copy writes slice k only."""
+    kernels = roofline.load_kernels(cache_dir)
+    call, moved = roofline.stream_calls(kernels, 8 * 1000, spans=3)["copy"]
+    src, dst = call.buffers
+    assert moved == 8 * 1000 and src.size == dst.size == 3 * 1000
+    src[:] = np.arange(src.size, dtype=np.float32)
+    dst[:] = -1.0
+    for k in range(3):
+        call()
+        assert np.array_equal(dst[:(k + 1) * 1000], src[:(k + 1) * 1000]), k
+        assert np.all(dst[(k + 1) * 1000:] == -1.0), k
+    dst[:] = -1.0
+    call()                       # the fourth call is the first slice's again
+    assert np.array_equal(dst[:1000], src[:1000]) and np.all(dst[1000:] == -1.0)
 
 
 def _fake_cpu(root, cpu: int, caches: list[tuple[int, str, str, str]]) -> None:

@@ -88,6 +88,10 @@ def test_full_run_writes_the_contract(ran):
             assert key in bench
         assert {"median_s", "ci95_s"} <= set(bench["kernel"])
         assert {"mlx_eager", "mlx_compile", "numpy"} <= set(bench["baselines"])
+        steady = bench["steady"]   # back-to-back bursts taking copies of the inputs in turn
+        assert set(steady["baselines"]) == set(bench["baselines"]) and steady["burst"] % steady["input_sets"] == 0
+        assert steady["stream_in_rounds_fraction"] == pytest.approx(
+            steady["achieved_gbps"] / steady["stream_in_rounds"]["mixed_gbps"])
         for stage in ("graph", "canonical", "regions", "kernels"):
             assert (ran / f"results/{op}/{stage}.json").is_file()
     regions = json.loads((ran / "results/rms/regions.json").read_text())

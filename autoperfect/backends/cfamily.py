@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Sequence
 
 from .. import dtypes
 from ..interp import const_array
@@ -113,7 +114,7 @@ class Schedule:
     lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
     split: int = 0            # reductions keep this many partial results (independent add chains) before combining
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
-    prefetch: bool = False    # row kernels' last reducing pass (split) prefetches the next row's inputs
+    prefetch: bool = False    # row kernels prefetch the next row's inputs (CRenderer.render_row says where)
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
 
 
@@ -402,14 +403,16 @@ class CRenderer(CFamily):
                 "#endif", ""]
 
     def store_loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
-                   lines_for: dict[int, list[str]] | None = None) -> list[str]:
+                   lines_for: dict[int, list[str]] | None = None, ahead: Sequence[int] = ()) -> list[str]:
         """The loop that stores per-element outputs. Streaming: chunks that start on a 64-byte
         cache line are computed into buffers and written with non-temporal stores (no read of the
         destination line, no eviction of what the next rows need); the head up to the first line
         and the tail are plain stores, and so is everything when the call writes less than `stream`
         bytes (it stays cached for its reader). Whole lines only: a line written partly by plain
         and partly by streaming stores costs a read-modify-write (MLX's buffers start 8 bytes past a
-        16-byte boundary: rows streamed from 32-byte boundaries ran at half the plain speed)."""
+        16-byte boundary: rows streamed from 32-byte boundaries ran at half the plain speed). Each
+        streamed chunk first asks for the same columns of the next row of the inputs in `ahead`
+        (one request per 64-byte line), so memory reads go on while the stores drain."""
         if not self.streams():
             return self.loop(indent, body, lo, hi, lines_for=lines_for)
         k, c = self.k, self.chunk
@@ -422,6 +425,8 @@ class CRenderer(CFamily):
                  f"{indent}}}"]
         lines += self.loop(indent, body, lo, "jc", lines_for=lines_for)
         lines.append(f"{indent}for (; jc + {c} <= {hi}; jc += {c}) {{")
+        lines += [f"{indent}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, k.rank - 2)} + jc + {q});"
+                  for a in ahead for q in range(0, c, 16)]
         lines += [f"{indent}  float t{a}[{c}] __attribute__((aligned(64)));" for a in outs]
         buffered = dict(lines_for or {})
         for b in body:
@@ -474,9 +479,18 @@ class CRenderer(CFamily):
         """One row per iteration: the reducing passes, then the final pass's stores. A stash keeps
         its value in the output row until the final pass overwrites it; a scratch stash keeps it in
         a buffer on the thread's stack instead (rows up to SCRATCH_ROW), so the final pass reads it
-        from L1 and may stream its stores past the cache without reading back the lines it streams."""
+        from L1 and may stream its stores past the cache without reading back the lines it streams.
+        With `prefetch`, the next row's inputs (those the reducing passes read) are asked for by the
+        final pass where it streams its stores and nothing is stashed, else by the last reducing
+        pass: a row of RMSNorm 4096x1024 read from memory (inputs in turn past the caches) went
+        8-27% faster so than with the requests in its sum of squares, which is itself reading from
+        memory then (docs/experiments/2026-12-03b-cpu/ph.c); a stash's last reducing pass computes
+        the costly value (softmax's exps) and hides the requests better than its short final pass
+        (softmax's scratch stash 0.84x and 0.90x with them moved to its stores: ab_src.py)."""
         p = plan(self.k)
         st = stash(self.k, p) if self.s.stash else None
+        stores = st is None and bool(p.final_elem) and self.streams() and self.k.rank > 1
+        ahead = self.contiguous_inputs([i for rp in p.passes for i in rp.elem]) if self.s.prefetch and stores else []
         kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
@@ -492,7 +506,7 @@ class CRenderer(CFamily):
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
-            lines += self.reduce_loop("    ", rp, keep if last else None, self.s.prefetch and last)
+            lines += self.reduce_loop("    ", rp, keep if last else None, self.s.prefetch and last and not ahead)
             for r in rp.reduces:
                 op = self.k.body[r].op
                 value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"
@@ -500,9 +514,9 @@ class CRenderer(CFamily):
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
         if st:
             read = f"const float {self.name(st.value)} = {kept};"
-            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
+            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]}, ahead=ahead)
         elif p.final_elem:
-            lines += self.store_loop("    ", list(p.final_elem))
+            lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         return self.stream_flag() + self.parallel(lines)
