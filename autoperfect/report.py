@@ -536,21 +536,29 @@ def speedup_plot(rows: list[Row], path: str) -> None:
 
 
 def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
-    """Achieved GB/s per kernel in each condition (CONDITIONS), against the measured stream line,
-    the read-only kernel's line and, across each kernel's bars, the ceiling for its own mix of reads
-    and writes (roofline.mixed_gbps)."""
+    """Achieved GB/s per kernel in each condition (CONDITIONS), against the measured stream line
+    (best and median moment), the read-only kernel's line and, across each kernel's bars, the
+    ceiling for its own mix of reads and writes (roofline.mixed_gbps); above each bar a tick at the
+    same mix's ceiling from the stream kernels timed in that bar's own rounds."""
     labels = [row.label for row in rows if any(isinstance(t, Timing) for t in row.timings.values())]
     figure = Figure(figsize=(max(6.0, 1.0 * len(labels) + 3), 4.5))
     axes = figure.add_subplot()
     width = 0.8 / len(CONDITIONS)
     for c, condition in enumerate(CONDITIONS):
-        gbps = [t.gbps if isinstance(t := row.timings.get(condition), Timing) else math.nan
-                for row in rows if row.label in labels]
-        axes.bar([i - 0.4 + width * (c + 0.5) for i in range(len(labels))], gbps, width=width,
+        timings = [row.timings.get(condition) for row in rows if row.label in labels]
+        where = [i - 0.4 + width * (c + 0.5) for i in range(len(labels))]
+        axes.bar(where, [t.gbps if isinstance(t, Timing) else math.nan for t in timings], width=width,
                  label=CONDITIONS[condition][1].split(":")[0].lower())
+        # the same mix's ceiling from the stream kernels timed in the bar's own rounds
+        axes.scatter(where, [t.stream_gbps if isinstance(t, Timing) and t.stream_gbps else math.nan
+                             for t in timings], marker="_", s=120, color="black", zorder=3,
+                     label="its mix's ceiling from the stream kernels in the same rounds" if c == 0 else None)
     if ceiling:
         axes.axhline(ceiling["bandwidth_gbps"], color="red", linestyle="--",
                      label=f"stream bandwidth {ceiling['bandwidth_gbps']:.1f} GB/s")
+        if _is_number(ceiling.get("median_bandwidth_gbps")):
+            axes.axhline(ceiling["median_bandwidth_gbps"], color="grey", linestyle="-.",
+                         label=f"stream bandwidth at the median moment {ceiling['median_bandwidth_gbps']:.1f} GB/s")
         if _is_number(ceiling.get("read_gbps")):
             axes.axhline(ceiling["read_gbps"], color="red", linestyle=":",
                          label=f"read-only {ceiling['read_gbps']:.1f} GB/s")
@@ -564,8 +572,8 @@ def bandwidth_plot(rows: list[Row], ceiling: dict | None, path: str) -> None:
     axes.set_ylabel("achieved GB/s (bytes_moved / median)")
     axes.set_title("Achieved bandwidth against the measured roofline")
     _empty_note(axes, len(labels))
-    if labels or ceiling:
-        axes.legend(fontsize="small")
+    if labels or ceiling:  # below the axes: the ceilings' lines run across the whole plot
+        axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     _save(figure, path)
 
 
