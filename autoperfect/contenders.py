@@ -257,6 +257,16 @@ def measure(payload: dict) -> dict:
             "machine": bench.machine()}
 
 
+def mlx_ones(n: int) -> np.ndarray:
+    """`n` float32 ones in a buffer from MLX's allocator, as a numpy view (no copy; the view keeps
+    the MLX array alive)."""
+    import mlx.core as mx
+
+    ones = mx.full((n,), 1.0, dtype=mx.float32)
+    mx.eval(ones)
+    return np.asarray(ones)
+
+
 def steady_set_count(read_bytes: int, caches: int | None) -> int:
     """How many copies of the inputs a steady burst takes in turn: enough that together they hold
     roofline.BEYOND times the caches, so each call reads its inputs from memory, as the roofline's
@@ -270,9 +280,11 @@ def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, rea
                        warmup: int, repeats: int, seed: int, burst: int = 1, spans: int = 1) -> dict:
     """The kernel against every baseline in interleaved rounds (bench.time_interleaved), with the
     roofline's stream kernels moving the op's ideal bytes in the same rounds, over `spans` slices
-    as the contenders take their input sets: the ceiling in the state the neighbours leave (not
-    contenders: no speedup is taken over them)."""
-    streams = roofline.stream_calls(kernels, read + written, spans)
+    as the contenders take their input sets, in MLX's buffers as the kernel's are (on numpy's huge
+    pages they ran 14-25% faster: docs/experiments/2026-12-03b-cpu/mlx_pages.py): the ceiling in
+    the state the neighbours leave and on the memory the kernel gets (not contenders: no speedup
+    is taken over them)."""
+    streams = roofline.stream_calls(kernels, read + written, spans, mlx_ones)
     samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
                                      warmup, repeats, seed, burst)
     medians = {n: float(np.median(samples.pop(f"stream_{n}"))) for n in streams}

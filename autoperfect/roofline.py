@@ -386,18 +386,22 @@ def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
                             for name, times in samples.items()}}
 
 
-def stream_calls(kernels: Kernels, bytes_moved: int, spans: int = 1) -> dict[str, tuple[Callable[[], None], int]]:
+def stream_calls(kernels: Kernels, bytes_moved: int, spans: int = 1,
+                 ones: Callable[[int], np.ndarray] | None = None) -> dict[str, tuple[Callable[[], None], int]]:
     """The five stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
     bytes/12, read over bytes/4), each as (call, bytes it moves): timed among an op's contenders, in
     the same rounds, they are the ceiling in the op's own cache state (what the neighbours leave in
     the caches, dirty lines included), which a stream measured alone over arrays beyond the caches
     is not. With `spans` above 1 each kernel's arrays hold that many such slices and its calls take
-    them in turn, as a steady burst takes its input sets (contenders.steady)."""
+    them in turn, as a steady burst takes its input sets (contenders.steady). `ones(n)` makes each
+    array (n float32 ones, its pages faulted): numpy's by default, which numpy puts on huge pages;
+    the benchmark passes MLX's buffers, the memory its kernels read and write."""
+    ones = ones or (lambda n: np.full(n, 1.0, dtype=np.float32))
     calls, arrays = {}, {}
     for name, per in BYTES_PER_ELEMENT.items():
         n = max(1, bytes_moved // per)
         if per not in arrays:  # a kernel and its streaming twin share their arrays, as in measure_stream
-            arrays[per] = tuple(np.full(n * spans, 1.0, dtype=np.float32) for _ in range(per // 4))  # pages faulted
+            arrays[per] = tuple(ones(n * spans) for _ in range(per // 4))
         call = cycling([_stream_call(kernels, name, *(a[k * n:(k + 1) * n] for a in arrays[per]))
                         for k in range(spans)])
         call.buffers = arrays[per]  # kept alive with the call

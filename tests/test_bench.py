@@ -234,3 +234,18 @@ def test_input_sets_hold_the_same_values_in_their_own_buffers_and_are_taken_in_t
     for _ in range(7):
         call()
     assert [[t is s for t in sets].index(True) for s in seen] == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_mlx_ones_are_a_view_of_an_mlx_buffer():
+    """The in-round stream kernels' arrays live in MLX's memory, as the kernels' do: the view's
+    buffer is exported by an MLX array, which it keeps alive."""
+    import gc
+
+    import mlx.core as mx
+
+    from autoperfect import contenders
+
+    view = contenders.mlx_ones(1000)
+    gc.collect()
+    assert isinstance(view.base.obj, mx.array) and view.dtype == np.float32
+    assert view.shape == (1000,) and np.all(view == 1.0)

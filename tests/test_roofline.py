@@ -135,6 +135,22 @@ def test_stream_calls_over_spans_take_their_slices_in_turn(cache_dir):
     assert np.array_equal(dst[:1000], src[:1000]) and np.all(dst[1000:] == -1.0)
 
 
+def test_stream_calls_take_their_arrays_from_ones(cache_dir):
+    """`ones` makes every array (the benchmark passes MLX's buffers): each kernel's slices come
+    from what it made, copy and its streaming twin sharing theirs."""
+    made = []
+
+    def ones(n):
+        made.append(np.full(n, 1.0, dtype=np.float32))
+        return made[-1]
+
+    calls = roofline.stream_calls(roofline.load_kernels(cache_dir), 8000, 2, ones)
+    assert sorted(a.size for a in made) == [1332] * 3 + [2000] * 2 + [4000]   # triad, copy, read
+    for call, _ in calls.values():
+        assert all(any(b is a for a in made) for b in call.buffers)
+    assert calls["copy"][0].buffers is calls["copy_nt"][0].buffers
+
+
 def _fake_cpu(root, cpu: int, caches: list[tuple[int, str, str, str]]) -> None:
     """sysfs's cache entries for one CPU: (level, type, size, shared_cpu_list) per index."""
     for index, (level, kind, size, shared) in enumerate(caches):
