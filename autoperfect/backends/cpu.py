@@ -102,7 +102,8 @@ def contractible(kernel: KernelIR) -> bool:
 def wide(s: Schedule) -> Schedule:
     """`s` with 16-lane SIMD loops (one AVX-512 register of floats; two AVX2 registers elsewhere),
     reductions in SPLIT partial results, per-row divisors inverted once (Schedule.reciprocal), in
-    row kernels the next row prefetched by the last reducing pass, and non-temporal stores of
+    row kernels the next row prefetched (CRenderer.render_row: by the streaming store loop or the
+    last reducing pass), and non-temporal stores of
     whole cache lines once a call writes STREAM_FROM bytes (where every output is float32), except
     with a stash, whose final pass reads back the very lines it would stream past the cache
     (softmax took 2.8 ms so against 1.1 ms without), and with libmvec: the plain head of a streamed
