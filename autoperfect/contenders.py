@@ -43,12 +43,17 @@ SCALES = (64, 16, 4)  # the spec's rows divided by these (and the spec itself): 
 
 
 def inputs_for(spec: OpSpec):
+    xs = draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "bench")))
+    return xs, mlx_arrays(spec, xs)
+
+
+def mlx_arrays(spec: OpSpec, xs: list[np.ndarray]) -> list:
+    """The inputs `xs` as evaluated MLX arrays of the spec's dtypes, each in its own buffer."""
     import mlx.core as mx
 
-    xs = draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "bench")))
     arrays = [mx.array(x).astype(dtypes.to_mlx(i.dtype)) for x, i in zip(xs, spec.inputs)]
     mx.eval(*arrays)
-    return xs, arrays
+    return arrays
 
 
 def evaluate(fn, args):
@@ -103,15 +108,18 @@ def mlx_values(out) -> list[np.ndarray]:
     return [np.asarray(o.astype(mx.float32), dtype=np.float64) for o in outs]
 
 
-def torch_calls(f, xs: list[np.ndarray], ref: list[np.ndarray], checks: dict) -> tuple[dict, dict]:
-    """`torch_eager` and `torch_compile` when torch is installed, each a function of the op's
-    inputs in torch's memory (torch_baseline.tensors) and checked on `xs` before it is timed;
-    returns the calls and the seconds torch.compile's first call took."""
-    if importlib.util.find_spec("torch") is None:
+def has_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def torch_calls(f, inputs: list | None, ref: list[np.ndarray], checks: dict) -> tuple[dict, dict]:
+    """`torch_eager` and `torch_compile`, each a function of the op's inputs in torch's memory
+    (torch_baseline.tensors), checked on `inputs` before it is timed; none where torch is not
+    installed (`inputs` None). Returns the calls and the seconds torch.compile's first call took."""
+    if inputs is None:
         return {}, {}
     from . import torch_baseline
 
-    inputs = torch_baseline.tensors(xs, f.traced)
     try:
         calls = {"torch_eager": torch_baseline.translate(f.traced)}
     except NotImplementedError as err:  # an op the translation lacks: no torch figures for this op
@@ -142,15 +150,12 @@ class InputSet:
 def input_sets(spec: OpSpec, f, count: int, with_torch: bool) -> list[InputSet]:
     """`count` copies of the benchmark's inputs (inputs_for: the same values in each), every one in
     its own buffers."""
-    import mlx.core as mx
-
     xs, arrays = inputs_for(spec)
     sets = []
     for k in range(count):
         if k:
             xs = [x.copy() for x in xs]
-            arrays = [mx.array(x).astype(dtypes.to_mlx(i.dtype)) for x, i in zip(xs, spec.inputs)]
-            mx.eval(*arrays)
+            arrays = mlx_arrays(spec, xs)
         tensors = None
         if with_torch:
             from . import torch_baseline
@@ -229,12 +234,10 @@ def measure(payload: dict) -> dict:
     f = front(spec)
     read, written = ideal_traffic(f)
     count = steady_set_count(read, roofline.cache_bytes()) if payload.get("steady") else 1
-    with_torch = importlib.util.find_spec("torch") is not None
-    sets = input_sets(spec, f, count, with_torch)
-    xs = list(sets[0].xs)
-    ref = interp.evaluate(f.traced, xs, "float64")
+    sets = input_sets(spec, f, count, has_torch())
+    ref = interp.evaluate(f.traced, list(sets[0].xs), "float64")
     checks = {}
-    torch_fns, compile_s = torch_calls(f, xs, ref, checks)
+    torch_fns, compile_s = torch_calls(f, sets[0].tensors, ref, checks)
     calls = user_calls(spec, f, torch_fns, checks, ref, sets[0])
     contenders = over(calls, sets[:1])
     choice = choose_variants(f, payload["variants"], list(sets[0].arrays), be, seed, contenders)
@@ -340,11 +343,13 @@ def scaling(spec: OpSpec, loaded: dict, payload: dict, seed: int) -> list[dict]:
         fn = spec.function()
         calls = {"kernel": evaluated(ours, arrays), "mlx_eager": evaluated(fn, arrays),
                  "mlx_compile": evaluated(mx.compile(fn), arrays)}
-        torch_fns, _ = torch_calls(f, xs, ref, {})
-        if "torch_compile" in torch_fns:
+        tensors = None
+        if has_torch():
             from . import torch_baseline
-            calls["torch_compile"] = functools.partial(torch_fns["torch_compile"],
-                                                       *torch_baseline.tensors(xs, f.traced))
+            tensors = torch_baseline.tensors(xs, f.traced)
+        torch_fns, _ = torch_calls(f, tensors, ref, {})
+        if "torch_compile" in torch_fns:
+            calls["torch_compile"] = functools.partial(torch_fns["torch_compile"], *tensors)
         samples = bench.time_interleaved(calls, payload["warmup"], payload["repeats"], seed)
         rows.append({**row, **{name: bench.summarize(s, seed) for name, s in samples.items()}})
     return rows

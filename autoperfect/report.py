@@ -381,7 +381,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
         lines.append(_table_row([row.label, f"{t.bytes_moved / 1e6:.0f}", t.bound["bound"] if t.bound else NONE,
                                  cells["warm"][0], mixed, cells["warm"][1], *cells["steady"],
                                  *(_ratio(t.speedup.get(n)) for n in (*MUST_BEAT, "torch_compile"))]))
-    geomean = math.exp(sum(map(math.log, over_torch)) / len(over_torch)) if over_torch else None
+    geomean = _geomean(over_torch) if over_torch else None
     goal = f"- memory-bound ops of {GOAL_MEMORY_BYTES >> 20} MB or more at {100 * GOAL_STREAM_SHARE:.0f}% of the stream bandwidth"
     steady_timed = any(isinstance(row.timings.get("steady"), Timing) for row, _ in timed)
     lines += ["", f"{goal}, single calls: " + ("all" if not short["warm"] else "not " + ", ".join(short["warm"])),
@@ -396,13 +396,17 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     return lines
 
 
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
 def _steady_geomean(timings: list) -> str:
     """The steady state's geometric mean over torch.compile, where every op has one."""
     ratios = [t.speedup["torch_compile"]["median"] for t in timings
               if isinstance(t, Timing) and t.speedup.get("torch_compile")]
     if not ratios or len(ratios) < len(timings):
         return ""
-    return f"; in the steady state {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x"
+    return f"; in the steady state {_geomean(ratios):.2f}x"
 
 
 def _first_machine(rows: list[Row]) -> dict | None:

@@ -52,10 +52,10 @@ def test_torch_compile_computes_the_graph_and_reports_its_compile_time(rmsnorm):
 def test_both_torch_contenders_are_checked_then_timed(rmsnorm):
     f, xs, ref = rmsnorm
     checks: dict = {}
-    calls, compile_s = contenders.torch_calls(f, xs, ref, checks)
+    inputs = torch_baseline.tensors(xs, f.traced)
+    calls, compile_s = contenders.torch_calls(f, inputs, ref, checks)
     assert set(calls) == {"torch_eager", "torch_compile"} and checks == dict.fromkeys(calls, True)
     assert set(compile_s) == {"torch_compile"}
-    inputs = torch_baseline.tensors(xs, f.traced)
     assert contenders.agrees(torch_baseline.to_numpy(calls["torch_eager"](*inputs)), ref)
 
 
@@ -63,7 +63,7 @@ def test_a_wrong_translation_is_left_out(rmsnorm, monkeypatch):
     f, xs, ref = rmsnorm
     monkeypatch.setitem(torch_baseline.UNARY, Op.RSQRT, torch.sqrt)
     checks: dict = {}
-    calls, _ = contenders.torch_calls(f, xs, ref, checks)
+    calls, _ = contenders.torch_calls(f, torch_baseline.tensors(xs, f.traced), ref, checks)
     assert calls == {} and checks == {"torch_eager": False, "torch_compile": False}
 
 

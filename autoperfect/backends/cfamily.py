@@ -514,7 +514,7 @@ class CRenderer(CFamily):
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
         if st:
             read = f"const float {self.name(st.value)} = {kept};"
-            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]}, ahead=ahead)
+            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
         elif p.final_elem:
             lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]

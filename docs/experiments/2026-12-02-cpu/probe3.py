@@ -23,7 +23,9 @@ calls = {"old": C.evaluated(program(f, {k.name: be.Kernel(k, val["verified"][k.n
 fn = spec.function()
 base = {"mlx_eager": C.evaluated(fn, arrays), "mlx_compile": C.evaluated(mx.compile(fn), arrays),
         "numpy": lambda: interp.evaluate(f.traced, xs, "native")}
-tc, _ = C.torch_contenders(f, xs, interp.evaluate(f.traced, xs, "float64"), {})
-base.update(tc)
+from autoperfect import torch_baseline  # torch_contenders became torch_calls (2026-12-03b): calls of torch inputs
+tensors = torch_baseline.tensors(xs, f.traced)
+tc, _ = C.torch_calls(f, tensors, interp.evaluate(f.traced, xs, "float64"), {})
+base.update({n: (lambda c=c: c(*tensors)) for n, c in tc.items()})
 s = bench.time_interleaved({**calls, **base}, 3, int(sys.argv[2]) if len(sys.argv) > 2 else 21, 7)
 print(op, vname, {n: round(float(np.median(v)) * 1e3, 3) for n, v in s.items()}, "new over old", bench.speedup(s["new"], s["old"], 7))
