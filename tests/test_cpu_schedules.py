@@ -354,3 +354,102 @@ def test_fma_contraction_is_offered_where_the_tolerance_allows_and_a_product_fee
     *others, twin = cpu.schedules_for(norm)
     assert twin.name == f"{others[-1].name}_fma" and twin.contract and not others[-1].contract
     assert PRAGMA in BE.render(norm, twin) and PRAGMA not in BE.render(norm, others[-1])
+
+
+# -- shifted spreads: a mean and the squares about it in one pass --------------------------------------
+
+MEAN_VAR = spec_of("mean_var", "def mean_var(x):\n    return mx.mean(x, axis=-1), mx.var(x, axis=-1)\n",
+                   x={"shape": [4, 1024], "dtype": "float32"})
+U = 2.0 ** -24
+
+
+def mean_var(x: np.ndarray, schedule: Schedule, tmp_path) -> tuple[np.ndarray, np.ndarray]:
+    rows, n = x.shape
+    k = kernel_of(MEAN_VAR)
+    outs = [np.full(rows, np.nan, dtype=np.float32) for _ in range(2)]
+    launch = Launch((rows, n), ((n, 1),), ((rows, n),), ((rows,), (rows,)))
+    BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([np.ascontiguousarray(x), *outs], launch)
+    return outs[0], outs[1]
+
+
+def schedule_named(k, name: str) -> Schedule:
+    (found,) = [s for s in cpu.schedules_for(k) if s.name == name]
+    return found
+
+
+@pytest.mark.parametrize("fn, found", [
+    ("mx.var(x, axis=-1)", True),
+    ("x - mx.mean(x, axis=-1, keepdims=True)", False),
+    ("mx.mean(mx.square(x - mx.mean(x, axis=-1, keepdims=True)), axis=-1)", True),
+    ("mx.mean((x - 2 * mx.mean(x, axis=-1, keepdims=True)) ** 2, axis=-1)", False),   # not about the mean
+    ("mx.mean((x - mx.max(x, axis=-1, keepdims=True)) ** 2, axis=-1)", False),
+    ("mx.mean(x * x, axis=-1)", False),
+])
+def test_the_shifted_variant_is_offered_where_a_pass_sums_squares_about_the_previous_mean(fn, found):
+    k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 1024], "dtype": "float32"}))
+    names = [s.name for s in cpu.schedules_for(k)]
+    assert ("rows_shifted_v16" in names) == found, names
+    half = kernel_of(spec_of("f", "def f(x):\n    return mx.var(x, axis=-1)\n", x={"shape": [4, 1024], "dtype": "bfloat16"}))
+    assert "rows_shifted_v16" not in [s.name for s in cpu.schedules_for(half)]
+
+
+def test_the_shortest_shifted_row_follows_from_the_error_analysis():
+    assert cfamily.shifted_from(cpu.SPLIT) == 494
+    for split in (8, 16, 32, 64):
+        n = cfamily.shifted_from(split)
+        g = n / split + 2 * split
+        assert 6 * g + 17 <= n and 6 * ((n - 1) / split + 2 * split) + 17 > n - 1
+    with pytest.raises(ValueError, match="more than 6"):
+        cfamily.shifted_from(6)
+
+
+@pytest.mark.parametrize("n", [cfamily.shifted_from(cpu.SPLIT), 1024, 1031, 3 * cpu.COMPENSATE_FROM + 7])
+def test_a_shifted_spread_is_within_its_error_bound_and_keeps_the_mean_bit_for_bit(n, tmp_path):
+    """Rows centred at 0, far from 0 (mean 1e4, spread 1: the sums of squares about 0 would cancel
+    every digit), and of mixed scales: the variance is within (6g + 17u) of float64's (the bound
+    shifted_from proves, g the split sum's), the mean the two-pass kernel's bits."""
+    k = kernel_of(MEAN_VAR)
+    rng = np.random.default_rng(seed_for("shifted", str(n)))
+    x = rng.standard_normal((12, n))
+    x[4:8] += 1e4
+    x[8:] *= np.exp(rng.uniform(-20, 20, (4, 1)))
+    x = x.astype(np.float32)
+    mean, var = mean_var(x, schedule_named(k, "rows_shifted_v16"), tmp_path)
+    plain_mean, _ = mean_var(x, schedule_named(k, "rows_v16"), tmp_path)
+    assert np.array_equal(mean, plain_mean)
+    exact = x.astype(np.float64).var(axis=1)
+    g = (n / cpu.SPLIT + 2 * cpu.SPLIT) * U
+    assert np.all(np.abs(var - exact) <= (6 * g + 19 * U) * exact)
+
+
+def test_rows_the_shifted_sums_cannot_vouch_for_are_summed_again_as_the_two_pass_kernel_does(tmp_path):
+    """A first few values far from the mean (the shift cancels), NaN, inf, overflow and rows shorter
+    than shifted_from: bit for bit the two-pass kernel, NaN where it has NaN."""
+    k = kernel_of(MEAN_VAR)
+    n = 1024
+    x = np.random.default_rng(seed_for("shifted-fallback")).standard_normal((6, n)).astype(np.float32)
+    x[0, :16] = 1e6        # the shift sits a thousand spreads from the mean
+    x[1, 5] = np.nan
+    x[2, 600] = np.inf
+    x[3, :16] = np.inf
+    x[4, 0], x[4, 900] = np.inf, -np.inf
+    x[5, :] = 3e19         # squares past float32's range
+    x[5, 1::2] = -3e19
+    shifted_s, plain = schedule_named(k, "rows_shifted_v16"), schedule_named(k, "rows_v16")
+    for rows in (x, x[:, : cfamily.shifted_from(cpu.SPLIT) - 1]):
+        got, want = mean_var(rows, shifted_s, tmp_path), mean_var(rows, plain, tmp_path)
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b, equal_nan=True)
+    assert np.isnan(mean_var(x, shifted_s, tmp_path)[1][1:5]).all()
+
+
+def test_the_shifted_variant_passes_the_judge(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = spec_of("layer_norm", "def layer_norm(x, w):\n"
+                   "    m = mx.mean(x, axis=-1, keepdims=True)\n"
+                   "    return (x - m) * mx.rsqrt(mx.mean((x - m) ** 2, axis=-1, keepdims=True) + 1e-5) * w\n",
+                   x={"shape": [5, 1000], "dtype": "float32"}, w={"shape": [1000], "dtype": "float32"})
+    k = kernel_of(spec)
+    for name in ("rows_shifted_v16", "rows_shifted_v16_fma"):
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule_named(k, name), tmp_path)}, Settings(), None)
+        assert verdict["passed"], (name, verdict["reason"])

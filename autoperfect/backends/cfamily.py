@@ -13,6 +13,7 @@ are rounded after every op, as the reference does, so exact ops stay bit-exact.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -21,7 +22,7 @@ from ..interp import const_array
 from ..graph import Node, make_attrs
 from ..kernel_ir import Instr, KernelIR
 from ..ops import EXACT, Op
-from .schedule import plan, stash
+from .schedule import Shifted, cone, plan, shifted, stash
 
 
 class Unsupported(Exception):
@@ -82,6 +83,33 @@ PARALLEL_MIN = 1 << 15
 SCRATCH_ROW = 8192
 
 
+
+
+def shifted_from(split: int) -> int:
+    """The shortest row whose spread (a sum of squared deviations from the row mean) may be taken in
+    the mean's pass, from the shifted sums S1 = sum(d), S2 = sum(d^2) of d = x - K (K any float; the
+    kernel's is the mean of a few values: CRenderer.shifted_sums), as D = S2 - S1 * (S1 / n), and still be within the error the bound allows the two-pass sum
+    (bounds.py: n*u times the sum of the squares, V, besides the errors carried in).
+
+    To first order in u = 2^-24, with T1, T2 the exact sums of x - K and g = (n/split + 2*split)*u
+    the error bound of a split sum (n/split terms per partial, then the partials and the rest of the
+    row one after another): |S1 - T1| <= (g + u) * sum|x - K| <= (g + u) * sqrt(n*T2) (Cauchy-Schwarz),
+    |S2 - T2| <= (g + 3u) * T2 (x - K and its square rounded), so |S1^2 - T1^2| / n <= 2(g + u) * T2;
+    n as a float, the quotient and the product round 3u of S1^2/n <= T2; the difference u of D. So
+    |D - V| <= (3g + 8u) * T2 + u * V. The kernel takes D only where S2 <= 2D (which makes T2 <= 2V
+    to first order; it fails on NaN and infinity) and S2 is finite: then |D - V| <= (6g + 17u) * V,
+    within n*u*V once n >= (12*split + 17) / (1 - 6/split): 494 rows of 32 partial results. Every
+    other row (shorter, a first value far from the mean, NaN, inf, overflow) is summed again about
+    its mean, bit for bit the two-pass kernel. The mean itself is the two-pass kernel's."""
+    if split <= 6:
+        raise ValueError(f"a shifted spread needs more than 6 partial results, not {split}")
+    return math.ceil((12 * split + 17) / (1 - 6 / split))
+
+
+# Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
+SHIFT_SAMPLE = 16
+
+
 # Schedule.contract: FMA contraction for the kernel after it (static.py allows this line verbatim)
 FP_CONTRACT = '#pragma GCC optimize ("fp-contract=fast")'
 
@@ -116,6 +144,7 @@ class Schedule:
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
     prefetch: bool = False    # row kernels prefetch the next row's inputs (CRenderer.render_row says where)
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
+    onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
 
 
 class CFamily:
@@ -267,17 +296,19 @@ class CRenderer(CFamily):
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
              reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None,
-             prefetch: bool = False) -> list[str]:
+             prefetch: bool = False, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
         """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash); `prefetch`
-        asks a split loop to fetch the next row's inputs while it computes on this one's."""
+        asks a split loop to fetch the next row's inputs while it computes on this one's; `extra`
+        are further float sums (accumulator, value) beside the reductions (a shifted spread)."""
         if reductions and self.s.split:
-            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch)
-        return self.simd_loop(indent, body, lo, hi, reductions, lines_for)
+            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch, extra)
+        return self.simd_loop(indent, body, lo, hi, reductions, lines_for, extra)
 
     def simd_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int] = (),
-                  lines_for: dict[int, list[str]] | None = None) -> list[str]:
+                  lines_for: dict[int, list[str]] | None = None,
+                  extra: Sequence[tuple[str, str]] = ()) -> list[str]:
         """One `omp simd` loop over j, reductions in its clauses."""
-        clauses = []
+        clauses = [f"reduction(+:{acc})" for acc, _ in extra]
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
             clauses.append(f"reduction({omp}:a{r})")
@@ -290,11 +321,13 @@ class CRenderer(CFamily):
         for r in reductions:
             _, _, stmt = REDUCTIONS[self.k.body[r].op]
             lines.append(f"{indent}  " + stmt.format(acc=f"a{r}", v=self.name(self.k.body[r].srcs[0]), nan=f"n{r}"))
+        lines += [f"{indent}  {acc} += {v};" for acc, v in extra]
         lines.append(f"{indent}}}")
         return lines
 
     def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
-                   lines_for: dict[int, list[str]] | None, prefetch: bool = False) -> list[str]:
+                   lines_for: dict[int, list[str]] | None, prefetch: bool = False,
+                   extra: Sequence[tuple[str, str]] = ()) -> list[str]:
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
         adds (or maxes) of one group wait on none of the others'; the partial results are combined
@@ -308,6 +341,8 @@ class CRenderer(CFamily):
         for r, (ident, _, _) in ops.items():
             lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
             lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
+        for acc, _ in extra:
+            lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
         lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
         if prefetch and self.k.rank > 1:
             lines += [f"{inner}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + jm + {q});"
@@ -320,14 +355,20 @@ class CRenderer(CFamily):
         for r, (_, _, stmt) in ops.items():
             lines.append(f"{inner}    " + stmt.format(acc=f"p{r}[l]", v=self.name(self.k.body[r].srcs[0]),
                                                       nan=f"m{r}[l]"))
+        lines += [f"{inner}    {acc}p[l] += {v};" for acc, v in extra]
         lines += [f"{inner}  }}", f"{inner}}}"]
+        combine = []
         for r, (_, _, stmt) in ops.items():
-            combine = stmt.format(acc=f"a{r}", v=f"p{r}[l]", nan=f"n{r}")
+            combine.append(stmt.format(acc=f"a{r}", v=f"p{r}[l]", nan=f"n{r}"))
             if self.k.body[r].op in (Op.RMAX, Op.RMIN):
-                combine += f" n{r} |= m{r}[l];"
-            lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ {combine} }}")
-        lines += self.simd_loop(inner, body, "jm", hi, reductions, lines_for)
-        lines.append(f"{indent}}}")
+                combine.append(f"n{r} |= m{r}[l];")
+        combine += [f"{acc} += {acc}p[l];" for acc, _ in extra]
+        # one loop: the chains of several results wait on one another's adds no longer than their own
+        lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ {' '.join(combine)} }}")
+        # the rest of the row, if any: an empty loop would still combine its reductions' lanes
+        lines.append(f"{inner}if (jm < {hi}) {{")
+        lines += self.simd_loop(inner + "  ", body, "jm", hi, reductions, lines_for, extra)
+        lines += [f"{inner}}}", f"{indent}}}"]
         return lines
 
     def vector_math_declarations(self) -> list[str]:
@@ -355,31 +396,35 @@ class CRenderer(CFamily):
         return [a for a in sorted(args) if self.k.args[a].inner == "contiguous"]
 
     def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None,
-                    prefetch: bool = False) -> list[str]:
+                    prefetch: bool = False, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
         """One reducing pass over a row. With `compensate`, a row of at least that many terms is
         summed in blocks of `COMPENSATED_BLOCK` (each a plain SIMD sum) whose totals are added with
         Neumaier's compensation: the error stays that of one block's sum however long the row, for
-        one extra add per block. Shorter rows are one block, bit for bit the plain sum."""
+        one extra add per block. Shorter rows are one block, bit for bit the plain sum. The `extra`
+        sums (`loop`) are blocked and compensated alike."""
         sums = [r for r in rp.reduces if self.k.body[r].op is Op.SUM]
         if not (self.s.compensate and sums):
             return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for,
-                             prefetch=prefetch)
+                             prefetch=prefetch, extra=extra)
+        # accumulator -> (compensation, running total, new total)
+        names = {f"a{r}": (f"k{r}", f"t{r}", f"s{r}") for r in sums}
+        names |= {acc: (f"{acc}k", f"{acc}t", f"{acc}s") for acc, _ in extra}
         inner = indent + "  "
         lines = [f"{indent}{{",
                  f"{inner}const int64_t B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N + (N == 0);"]
-        lines += [f"{inner}float k{r} = 0.0f, t{r} = a{r};" for r in sums]
+        lines += [f"{inner}float {k} = 0.0f, {t} = {a};" for a, (k, t, _) in names.items()]
         lines.append(f"{inner}for (int64_t jb = 0; jb < N; jb += B) {{")
         lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
-        lines += [f"{inner}  a{r} = 0.0f;" for r in sums]
+        lines += [f"{inner}  {a} = 0.0f;" for a in names]
         lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
-                           lines_for=lines_for, prefetch=prefetch)
-        for r in sums:
-            lines += [f"{inner}  const float s{r} = t{r} + a{r};",
-                      f"{inner}  k{r} += fabsf(t{r}) >= fabsf(a{r}) ? (t{r} - s{r}) + a{r} : (a{r} - s{r}) + t{r};",
-                      f"{inner}  t{r} = s{r};"]
+                           lines_for=lines_for, prefetch=prefetch, extra=extra)
+        for a, (k, t, s) in names.items():
+            lines += [f"{inner}  const float {s} = {t} + {a};",
+                      f"{inner}  {k} += fabsf({t}) >= fabsf({a}) ? ({t} - {s}) + {a} : ({a} - {s}) + {t};",
+                      f"{inner}  {t} = {s};"]
         lines.append(f"{inner}}}")
         # an overflowed or infinite total leaves a non-finite compensation: the total stands alone
-        lines += [f"{inner}a{r} = fabsf(k{r}) < INFINITY ? t{r} + k{r} : t{r};" for r in sums]
+        lines += [f"{inner}{a} = fabsf({k}) < INFINITY ? {t} + {k} : {t};" for a, (k, t, _) in names.items()]
         lines.append(f"{indent}}}")
         return lines
 
@@ -475,6 +520,34 @@ class CRenderer(CFamily):
         lines.append("  }")
         return self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + self.parallel(lines)
 
+    def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool) -> list[str]:
+        """The mean's pass of a shifted spread (shifted_from): beside the row's reductions, the sums
+        of d = value - K and of d^2, K the mean of the row's first SHIFT_SAMPLE values. Any K keeps
+        the identity exact; one near the mean keeps the cancellation small (with the first value
+        alone a third of normally distributed rows failed the kernel's test and were summed again;
+        with the mean of 16, none in 4096)."""
+        v = self.name(sh.value)
+        lines = [f"{indent}float ap_k = 0.0f, ap_s1 = 0.0f, ap_s2 = 0.0f;",
+                 f"{indent}const int64_t ap_jk = N < {SHIFT_SAMPLE} ? N : {SHIFT_SAMPLE};"]
+        lines += self.simd_loop(indent, list(cone(self.k, [sh.value])), "0", "ap_jk", extra=(("ap_k", v),))
+        lines.append(f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;")
+        shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
+                            "const float ap_dd = ap_d * ap_d;"]}
+        return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")))
+
+    def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
+        """The spread from the shifted sums where shifted_from trusts it, else `again`: the pass
+        that sums the squares about the mean."""
+        return [f"{indent}{{",
+                f"{indent}  const float ap_q = ap_s1 / (float)N;",
+                f"{indent}  const float ap_v = ap_s2 - ap_s1 * ap_q;",
+                f"{indent}  if (N >= {shifted_from(self.s.split)} && ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY) {{",
+                f"{indent}    a{sh.spread} = ap_v;",
+                f"{indent}  }} else {{",
+                *again,
+                f"{indent}  }}",
+                f"{indent}}}"]
+
     def render_row(self) -> list[str]:
         """One row per iteration: the reducing passes, then the final pass's stores. A stash keeps
         its value in the output row until the final pass overwrites it; a scratch stash keeps it in
@@ -486,7 +559,9 @@ class CRenderer(CFamily):
         8-27% faster so than with the requests in its sum of squares, which is itself reading from
         memory then (docs/experiments/2026-12-03b-cpu/ph.c); a stash's last reducing pass computes
         the costly value (softmax's exps) and hides the requests better than its short final pass
-        (softmax's scratch stash 0.84x and 0.90x with them moved to its stores: ab_src.py)."""
+        (softmax's scratch stash 0.84x and 0.90x with them moved to its stores: ab_src.py). With
+        `onepass`, a pass that only sums the squares about the previous pass's mean is folded into
+        that pass where the shifted sums can vouch for the row (shifted_sums, shifted_from)."""
         p = plan(self.k)
         st = stash(self.k, p) if self.s.stash else None
         stores = st is None and bool(p.final_elem) and self.streams() and self.k.rank > 1
@@ -499,14 +574,21 @@ class CRenderer(CFamily):
             lines += [f"    float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));",
                       f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
         lines += [f"    {self.assign(i)}" for i in p.row_before]
-        for rp in p.passes:
+        sh = shifted(self.k, p) if self.s.onepass and self.s.split > 6 and not st else None
+        for n, rp in enumerate(p.passes):
             for r in rp.reduces:
                 ident, _, _ = REDUCTIONS[self.k.body[r].op]
                 lines.append(f"    float a{r} = {ident};")
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
-            lines += self.reduce_loop("    ", rp, keep if last else None, self.s.prefetch and last and not ahead)
+            prefetch = self.s.prefetch and last and not ahead
+            if sh and n == sh.first:
+                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch and p.passes[n + 1] is p.passes[-1] and not ahead)
+            elif sh and n == sh.first + 1:
+                lines += self.shifted_spread("    ", sh, self.reduce_loop("      ", rp, None, prefetch))
+            else:
+                lines += self.reduce_loop("    ", rp, keep if last else None, prefetch)
             for r in rp.reduces:
                 op = self.k.body[r].op
                 value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"
@@ -748,6 +830,34 @@ class SimtRenderer(CFamily):
             lines += ["      }", "    }"]
         lines.append("  }")
         return lines
+
+    def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool) -> list[str]:
+        """The mean's pass of a shifted spread (shifted_from): beside the row's reductions, the sums
+        of d = value - K and of d^2, K the mean of the row's first SHIFT_SAMPLE values. Any K keeps
+        the identity exact; one near the mean keeps the cancellation small (with the first value
+        alone a third of normally distributed rows failed the kernel's test and were summed again;
+        with the mean of 16, none in 4096)."""
+        v = self.name(sh.value)
+        lines = [f"{indent}float ap_k = 0.0f, ap_s1 = 0.0f, ap_s2 = 0.0f;",
+                 f"{indent}const int64_t ap_jk = N < {SHIFT_SAMPLE} ? N : {SHIFT_SAMPLE};"]
+        lines += self.simd_loop(indent, list(cone(self.k, [sh.value])), "0", "ap_jk", extra=(("ap_k", v),))
+        lines.append(f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;")
+        shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
+                            "const float ap_dd = ap_d * ap_d;"]}
+        return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")))
+
+    def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
+        """The spread from the shifted sums where shifted_from trusts it, else `again`: the pass
+        that sums the squares about the mean."""
+        return [f"{indent}{{",
+                f"{indent}  const float ap_q = ap_s1 / (float)N;",
+                f"{indent}  const float ap_v = ap_s2 - ap_s1 * ap_q;",
+                f"{indent}  if (N >= {shifted_from(self.s.split)} && ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY) {{",
+                f"{indent}    a{sh.spread} = ap_v;",
+                f"{indent}  }} else {{",
+                *again,
+                f"{indent}  }}",
+                f"{indent}}}"]
 
     def render_row(self) -> list[str]:
         s = self.s

@@ -24,7 +24,7 @@ from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from ..ops import ULP_BOUND, Op
 from .cfamily import CRenderer, Schedule, exact
-from .schedule import plan, stash
+from .schedule import plan, shifted, stash
 
 NAME = "cpu"
 # -ffp-contract=off: no FMA behind the reference's back (exact ops must match bit for bit).
@@ -63,7 +63,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     The fastest plain variant of each kind also has a `_v16` twin (`wide`): AVX-512's 16 lanes,
     reductions in partial results, reciprocals of row divisors, the next row prefetched,
     streaming stores; plain row kernels also try the split and the reciprocals at the compiler's
-    width (`rows_split`). Where the kernel is not exact (its tolerance is the error analysis's, not
+    width (`rows_split`), and where a pass only sums the squares about the previous pass's mean (a
+    variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the kernel is not exact (its tolerance is the error analysis's, not
     the reference's bits), the last wide variant also has an `_fma` twin: a*b+c contracted."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
@@ -79,6 +80,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     else:
         rows = Schedule("rows", compensate=COMPENSATE_FROM)
         found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
+        if shifted(kernel, plan(kernel)):
+            found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
     if exact(kernel) or not contractible(kernel):
         return found
     return found + (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)

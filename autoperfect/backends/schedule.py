@@ -97,3 +97,50 @@ def stash(k: KernelIR, p: Plan) -> Stash | None:
     roots = [s.srcs[0] for s in stores]
     final = cone(k, roots, frozenset({value})) + tuple(s.id for s in stores)
     return Stash(value, outs[0], final)
+
+
+@dataclass(frozen=True)
+class Shifted:
+    """Two passes that may become one: pass `first` sums `value` (a per-element float32 value) into
+    `total`, whose row mean `mean` the next pass subtracts from the same value, squares (`square`)
+    and sums into `spread`, which is all that pass does. One pass can sum the shifted value d =
+    value - K and its square beside the total, K being the row's first value, and take the spread as
+    sum(d^2) - sum(d)^2 / n (CRenderer.render_row says when it trusts that)."""
+    first: int                    # index into Plan.passes of the pass that sums the total
+    value: int                    # the elem value summed (x, or x + r)
+    total: int                    # SUM(value)
+    mean: int                     # DIV(total, N): a row value
+    square: int                   # (value - mean)^2, as MUL(d, d) or SQUARE(d)
+    spread: int                   # SUM(square): the next pass's only reduction
+
+
+def shifted(k: KernelIR, p: Plan) -> Shifted | None:
+    """The first pair of passes whose second only sums the squared deviations from the first's mean
+    (a variance, a LayerNorm), all in float32 over whole rows, if any."""
+    body = k.body
+    for first, (rp, nxt) in enumerate(zip(p.passes, p.passes[1:])):
+        if len(nxt.reduces) != 1 or body[nxt.reduces[0]].op is not Op.SUM:
+            continue
+        spread = body[nxt.reduces[0]]
+        square = body[spread.srcs[0]]
+        if square.op is Op.MUL and square.srcs[0] == square.srcs[1]:
+            dev = body[square.srcs[0]]
+        elif square.op is Op.SQUARE:
+            dev = body[square.srcs[0]]
+        else:
+            continue
+        if dev.op is not Op.SUB or dev.space != "elem":
+            continue
+        value, mean = (body[s] for s in dev.srcs)
+        if value.space != "elem" or mean.op is not Op.DIV or mean.space != "row":
+            continue
+        total, count = (body[s] for s in mean.srcs)
+        whole_row = count.op is Op.CONST and count.attr("size") == "last" and count.attr("minus") == 0
+        if not (whole_row and total.op is Op.SUM and total.id in rp.reduces and total.srcs[0] == value.id):
+            continue
+        if any(body[i].dtype != "float32" for i in (value.id, total.id, mean.id, dev.id, square.id, spread.id)):
+            continue
+        if set(nxt.elem) != set(cone(k, [value.id])) | {dev.id, square.id}:
+            continue
+        return Shifted(first, value.id, total.id, mean.id, square.id, spread.id)
+    return None
