@@ -21,7 +21,7 @@ import time
 import numpy as np
 import yaml
 
-from . import artifacts, backends, bench, dtypes, native
+from . import artifacts, backends, bench, contenders, native
 from .cache import Cache, key_for
 from .judge import draw
 from .pipeline import front, program
@@ -36,24 +36,13 @@ def row_shapes(spec: OpSpec) -> dict[str, tuple[int, ...]]:
 
 
 def _arrays(spec: OpSpec) -> list:
-    import mlx.core as mx
-
-    xs = draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "runtime")))
-    arrays = [mx.array(x).astype(dtypes.to_mlx(i.dtype)) for x, i in zip(xs, spec.inputs)]
-    mx.eval(*arrays)
-    return arrays
-
-
-def _evaluated(fn, arrays):
-    import mlx.core as mx
-
-    return lambda: mx.eval(fn(*arrays))
+    return contenders.mlx_arrays(spec, draw(spec, "normal", np.random.default_rng(seed_for(spec.name, "runtime"))))
 
 
 def _first_call(f, arrays) -> dict:
     """One call of a fresh Jit, timed as the user waits for it (evaluated)."""
     start = time.perf_counter()
-    _evaluated(f, arrays)()
+    contenders.evaluated(f, arrays)()
     t = f.last_trace
     return {"seconds": time.perf_counter() - start, "setup_s": t.setup,
             "kernels": [{"kernel": r.runs, "cache": r.cache, "variant": r.variant, "dispatch": r.dispatch}
@@ -86,13 +75,13 @@ def measure_size(spec: OpSpec, settings: dict, pipeline_root: str | None) -> dic
         if pipeline_root:
             handed = jit(fn, cache_dir=pipeline_root, allow_compile=False)
             result["pipeline_cache"] = _first_call(handed, arrays)
-        contenders = {"jit": _evaluated(cold, arrays), "mlx_eager": _evaluated(fn, arrays),
-                      "mlx_compile": _evaluated(mx.compile(fn), arrays)}
+        calls = {"jit": cold, "mlx_eager": fn, "mlx_compile": mx.compile(fn)}
         direct = _direct_program(spec, Cache(tmp), backend)
         if direct is not None:
-            contenders["program"] = _evaluated(direct, arrays)
+            calls["program"] = direct
         seed = seed_for(spec.name, "runtime-order")
-        samples = bench.time_interleaved(contenders, settings["warmup"], settings["repeats"], seed)
+        samples = bench.time_interleaved({name: contenders.evaluated(call, arrays) for name, call in calls.items()},
+                                         settings["warmup"], settings["repeats"], seed)
     jitted = samples["jit"]
     result["warm"] = {name: bench.summarize(s, seed) for name, s in samples.items()}
     result["speedup"] = {name: bench.speedup(jitted, s, seed) for name, s in samples.items()

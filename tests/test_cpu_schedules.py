@@ -322,6 +322,18 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in stores
 
 
+def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():
+    """A row longer than PREFETCH_ROW would be evicted before its turn (and read twice): every
+    request sits in a block taken only for rows up to that length."""
+    sources = [BE.render(kernel_of(SOFTMAX), s) for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.prefetch]
+    sources += [BE.render(kernel_of(MEAN_VAR), s) for s in cpu.schedules_for(kernel_of(MEAN_VAR)) if s.prefetch]
+    assert sources
+    for source in sources:
+        blocks = re.findall(r"if \(N <= (\d+)\) \{\n((?:\s*__builtin_prefetch\([^\n]*\n)+)\s*\}", source)
+        assert blocks and all(int(limit) == cfamily.PREFETCH_ROW for limit, _ in blocks)
+        assert sum(b.count("__builtin_prefetch(") for _, b in blocks) == source.count("__builtin_prefetch(")
+
+
 def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
     """softmax divides by its row sum (a reduction: not exact), so the reciprocal is taken once per
     row; x / max(x) is made of exact operations only, and keeps its division bit for bit."""

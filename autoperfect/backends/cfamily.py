@@ -106,6 +106,9 @@ def shifted_from(split: int) -> int:
     return math.ceil((12 * split + 17) / (1 - 6 / split))
 
 
+# Rows (elements) up to which row kernels prefetch the next row (CRenderer.next_row).
+PREFETCH_ROW = 8192
+
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
 
@@ -333,8 +336,9 @@ class CRenderer(CFamily):
         adds (or maxes) of one group wait on none of the others'; the partial results are combined
         in order, then the loop over the rest of the row goes on from them. With `prefetch`, each
         group first asks for the same elements of the next row of every contiguous input (one
-        row stride on, one request per 64-byte line; a prefetch never faults, past the last row
-        included), so the memory streams while the pass computes."""
+        row stride on, one request per 64-byte line, rows up to PREFETCH_ROW: `next_row`; a
+        prefetch never faults, past the last row included), so the memory streams while the pass
+        computes."""
         w, inner = self.s.split, indent + "  "
         ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
         lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
@@ -345,8 +349,7 @@ class CRenderer(CFamily):
             lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
         lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
         if prefetch and self.k.rank > 1:
-            lines += [f"{inner}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + jm + {q});"
-                      for a in self.contiguous_inputs(body) for q in range(0, w, 16)]
+            lines += self.next_row(inner + "  ", self.contiguous_inputs(body), "jm", w)
         lines += [f"{inner}  {self.simd}",
                   f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
                   f"{inner}    const int64_t j = jm + l;"]
@@ -370,6 +373,15 @@ class CRenderer(CFamily):
         lines += self.simd_loop(inner + "  ", body, "jm", hi, reductions, lines_for, extra)
         lines += [f"{inner}}}", f"{indent}}}"]
         return lines
+
+    def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
+        """Requests for columns j..j+count of the next row of each of `inputs`, one per 64-byte line,
+        where a row is at most PREFETCH_ROW long: a longer one would be evicted before its turn, and
+        fetching it twice halved a long-row reduction's speed (4 rows of 2^24: 16 against 32 GB/s
+        for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
+        rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + {j} + {q});"
+                for a in inputs for q in range(0, count, 16)]
+        return [f"{indent}if (N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
 
     def vector_math_declarations(self) -> list[str]:
         if not self.s.vector_math:
@@ -470,8 +482,7 @@ class CRenderer(CFamily):
                  f"{indent}}}"]
         lines += self.loop(indent, body, lo, "jc", lines_for=lines_for)
         lines.append(f"{indent}for (; jc + {c} <= {hi}; jc += {c}) {{")
-        lines += [f"{indent}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, k.rank - 2)} + jc + {q});"
-                  for a in ahead for q in range(0, c, 16)]
+        lines += self.next_row(indent + "  ", ahead, "jc", c) if ahead else []
         lines += [f"{indent}  float t{a}[{c}] __attribute__((aligned(64)));" for a in outs]
         buffered = dict(lines_for or {})
         for b in body:
