@@ -336,3 +336,35 @@ def test_a_process_measures_each_rendered_probe_once(build_dir, monkeypatch):
     assert again == first and scalar["schedule"] == "libm"
     sloppy = judge.probe(SloppyExp, judge.Op.EXP, "float32", Schedule("libm"))
     assert measured == ["libmvec", "libm", "libm"] and not sloppy["within_bound"]
+
+
+# -- the spec's scale with odd rows --------------------------------------------------------------------
+
+def test_large_specs_are_also_checked_at_their_scale_with_rows_no_vector_width_divides():
+    big = parse_op("norm", {"fn": "def norm(x, w):\n    return x * w\n",
+                            "inputs": {"x": {"shape": [4096, 1024], "dtype": "float32"},
+                                       "w": {"shape": [1024], "dtype": "float32"}}})
+    assert judge.scale_shapes(big) == {"x": (4096, 1031), "w": (1031,)}
+    small = parse_op("norm", {"fn": "def norm(x, w):\n    return x * w\n",
+                              "inputs": {"x": {"shape": [64, 1024], "dtype": "float32"},
+                                         "w": {"shape": [1024], "dtype": "float32"}}})
+    assert judge.scale_shapes(small) is None  # alt_shapes reach its size already
+
+
+def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(tmp_path, monkeypatch):
+    """RMSNorm 4096x1024 streams its stores (16 MB); its rows are multiples of 8, and the small
+    shapes never stream: only the spec's scale with rows of 1031 meets the dropped tail."""
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = parse_op("rmsnorm", {"fn": "def rmsnorm(x, w):\n"
+                                "    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w\n",
+                                "inputs": {"x": {"shape": [4096, 1024], "dtype": "float32"},
+                                           "w": {"shape": [1024], "dtype": "float32"}}})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    (wide,) = [s for s in cpu.schedules_for(k) if s.name == "rows_v16"]
+    source = cpu.render(k, wide)
+    assert "AP_NT_STORE" in source
+    (bug,) = [m for m in plant(k, source, "cpu") if isinstance(m, Mutant) and m.bug == "skipped_tail"]
+    build = BE.build(bug.source, tmp_path)
+    assert build.ok, build.log
+    verdict = judge_candidates(spec, "cpu", {k.name: build.library}, Settings(), None)
+    assert not verdict["passed"] and "[4096, 1031]" in verdict["reason"], verdict["reason"]
