@@ -1,7 +1,10 @@
 """contenders.choose_variants for OP's kernel between the pipeline's candidates V1,V2,... as the
 bench's measure() calls it (the baselines interleaved), REPS times with different orders:
-`python docs/experiments/2026-12-03c-cpu/choice.py OP V1,V2 REPS [nobase]`."""
-import sys, glob
+`python docs/experiments/2026-12-03c-cpu/choice.py OP V1,V2 REPS [nobase]`; with SAME=1 every
+repetition takes the bench's own order of rounds, otherwise each its own."""
+import glob
+import os
+import sys
 from autoperfect import backends, interp
 from autoperfect import contenders as C
 from autoperfect.pipeline import front
@@ -22,6 +25,8 @@ torch_fns, _ = C.torch_calls(f, sets[0].tensors, ref, checks)
 calls = C.user_calls(spec, f, torch_fns, checks, ref, sets[0])
 base = C.over(calls, sets[:1]) if "nobase" not in sys.argv else {}
 for r in range(reps):
-    ch = C.choose_variants(f, {k.name: libs}, list(sets[0].arrays), be, seed_for(spec.name, "bench-order", str(r)), base)
+    # SAME=1: every repetition in the order the bench's own seed gives (the pipeline's rounds)
+    seed = seed_for(spec.name, "bench-order") if os.environ.get("SAME") else seed_for(spec.name, "bench-order", str(r))
+    ch = C.choose_variants(f, {k.name: libs}, list(sets[0].arrays), be, seed, base)
     c = ch[k.name]
     print(r, {v: round(s * 1e3, 3) for v, s in c["median_s"].items()}, c["chosen"], c["over_runner_up"]["median"] if "median" in c["over_runner_up"] else c["over_runner_up"])
