@@ -842,34 +842,6 @@ class SimtRenderer(CFamily):
         lines.append("  }")
         return lines
 
-    def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool) -> list[str]:
-        """The mean's pass of a shifted spread (shifted_from): beside the row's reductions, the sums
-        of d = value - K and of d^2, K the mean of the row's first SHIFT_SAMPLE values. Any K keeps
-        the identity exact; one near the mean keeps the cancellation small (with the first value
-        alone a third of normally distributed rows failed the kernel's test and were summed again;
-        with the mean of 16, none in 4096)."""
-        v = self.name(sh.value)
-        lines = [f"{indent}float ap_k = 0.0f, ap_s1 = 0.0f, ap_s2 = 0.0f;",
-                 f"{indent}const int64_t ap_jk = N < {SHIFT_SAMPLE} ? N : {SHIFT_SAMPLE};"]
-        lines += self.simd_loop(indent, list(cone(self.k, [sh.value])), "0", "ap_jk", extra=(("ap_k", v),))
-        lines.append(f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;")
-        shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
-                            "const float ap_dd = ap_d * ap_d;"]}
-        return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")))
-
-    def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
-        """The spread from the shifted sums where shifted_from trusts it, else `again`: the pass
-        that sums the squares about the mean."""
-        return [f"{indent}{{",
-                f"{indent}  const float ap_q = ap_s1 / (float)N;",
-                f"{indent}  const float ap_v = ap_s2 - ap_s1 * ap_q;",
-                f"{indent}  if (N >= {shifted_from(self.s.split)} && ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY) {{",
-                f"{indent}    a{sh.spread} = ap_v;",
-                f"{indent}  }} else {{",
-                *again,
-                f"{indent}  }}",
-                f"{indent}}}"]
-
     def render_row(self) -> list[str]:
         s = self.s
         lines = self.constants()
