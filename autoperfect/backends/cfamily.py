@@ -594,8 +594,8 @@ class CRenderer(CFamily):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
             prefetch = self.s.prefetch and last and not ahead
-            if sh and n == sh.first:
-                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch and p.passes[n + 1] is p.passes[-1] and not ahead)
+            if sh and n == sh.first:  # the pass folded into this one may be the last
+                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch and n + 2 == len(p.passes) and not ahead)
             elif sh and n == sh.first + 1:
                 lines += self.shifted_spread("    ", sh, self.reduce_loop("      ", rp, None, prefetch))
             else:

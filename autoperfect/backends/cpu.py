@@ -64,8 +64,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     reductions in partial results, reciprocals of row divisors, the next row prefetched,
     streaming stores; plain row kernels also try the split and the reciprocals at the compiler's
     width (`rows_split`), and where a pass only sums the squares about the previous pass's mean (a
-    variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the kernel is not exact (its tolerance is the error analysis's, not
-    the reference's bits), the last wide variant also has an `_fma` twin: a*b+c contracted."""
+    variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the
+    kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
+    last wide variant also has an `_fma` twin: a*b+c contracted."""
     if CpuRenderer(kernel, Schedule(vector_math=True)).vector_math_declarations():
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         kept = stash(kernel, plan(kernel)) if kernel.kind == "row" else None

@@ -101,17 +101,14 @@ def stash(k: KernelIR, p: Plan) -> Stash | None:
 
 @dataclass(frozen=True)
 class Shifted:
-    """Two passes that may become one: pass `first` sums `value` (a per-element float32 value) into
-    `total`, whose row mean `mean` the next pass subtracts from the same value, squares (`square`)
-    and sums into `spread`, which is all that pass does. One pass can sum the shifted value d =
-    value - K and its square beside the total, K being the row's first value, and take the spread as
-    sum(d^2) - sum(d)^2 / n (CRenderer.render_row says when it trusts that)."""
+    """Two passes that may become one: pass `first` sums `value` (a per-element float32 value),
+    whose row mean the next pass subtracts from the same value, squares and sums into `spread`,
+    which is all that pass does. One pass can sum the shifted value d = value - K and its square
+    beside the total, and take the spread as sum(d^2) - sum(d)^2 / n (CRenderer.shifted_sums picks
+    K, cfamily.shifted_from says when the kernel trusts the result)."""
     first: int                    # index into Plan.passes of the pass that sums the total
     value: int                    # the elem value summed (x, or x + r)
-    total: int                    # SUM(value)
-    mean: int                     # DIV(total, N): a row value
-    square: int                   # (value - mean)^2, as MUL(d, d) or SQUARE(d)
-    spread: int                   # SUM(square): the next pass's only reduction
+    spread: int                   # the next pass's only reduction: SUM((value - mean)^2)
 
 
 def shifted(k: KernelIR, p: Plan) -> Shifted | None:
@@ -123,12 +120,9 @@ def shifted(k: KernelIR, p: Plan) -> Shifted | None:
             continue
         spread = body[nxt.reduces[0]]
         square = body[spread.srcs[0]]
-        if square.op is Op.MUL and square.srcs[0] == square.srcs[1]:
-            dev = body[square.srcs[0]]
-        elif square.op is Op.SQUARE:
-            dev = body[square.srcs[0]]
-        else:
+        if not (square.op is Op.SQUARE or (square.op is Op.MUL and square.srcs[0] == square.srcs[1])):
             continue
+        dev = body[square.srcs[0]]
         if dev.op is not Op.SUB or dev.space != "elem":
             continue
         value, mean = (body[s] for s in dev.srcs)
@@ -142,5 +136,5 @@ def shifted(k: KernelIR, p: Plan) -> Shifted | None:
             continue
         if set(nxt.elem) != set(cone(k, [value.id])) | {dev.id, square.id}:
             continue
-        return Shifted(first, value.id, total.id, mean.id, square.id, spread.id)
+        return Shifted(first, value.id, spread.id)
     return None
