@@ -2,8 +2,9 @@
 
 It knows nothing about ops. A contender is a zero-argument callable doing the whole user call (for
 MLX that includes `mx.eval`, so allocation and dispatch are paid). Contenders are timed in rounds,
-each round in a fresh random order, so drift (frequency, noisy neighbours) hits all of them alike,
-and a speedup is a ratio of samples taken in the same rounds, with a paired bootstrap interval.
+in seeded orders balanced for which contender precedes which (`round_orders`), so drift (frequency,
+noisy neighbours) and what a neighbour leaves in the caches hit all of them alike, and a speedup is
+a ratio of samples taken in the same rounds, with a paired bootstrap interval.
 
 On Linux CPUs glibc hands large freed blocks back to the OS, so every fresh large output page-faults
 and allocation can cost more than the kernel (shared/notes/mlx.md). The allocator is fixed when a
@@ -45,21 +46,54 @@ ALLOCATOR_CONDITIONS: dict[str, dict[str, str]] = {
 
 def time_interleaved(contenders: dict[str, Callable[[], object]], warmup: int, repeats: int,
                      seed: int, burst: int = 1) -> dict[str, list[float]]:
-    """Per-round samples in seconds: each round times every contender once, in a shuffled order.
-    With `burst`, a sample is the mean of that many back-to-back calls of one contender: a cost
-    only the first call after another contender's work pays (what its neighbour left in the
-    caches) is then spread over the burst."""
+    """Per-round samples in seconds: each round times every contender once, in the orders of
+    `round_orders`, so each contender comes right after each other one equally often. With `burst`,
+    a sample is the mean of that many back-to-back calls of one contender: a cost only the first
+    call after another contender's work pays (what its neighbour left in the caches) is then spread
+    over the burst."""
     names = list(contenders)
-    rng = np.random.default_rng(seed)
     for _ in range(warmup):
         for name in names:
             contenders[name]()
     samples: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(repeats):
-        for index in rng.permutation(len(names)):
+    for order in round_orders(len(names), repeats, seed):
+        for index in order:
             name = names[index]
             samples[name].append(time_burst(contenders[name], burst))
     return samples
+
+
+def balanced_block(n: int) -> int:
+    """Rounds in which each of n contenders follows each other one equally often (`round_orders`)."""
+    return n if n % 2 == 0 else 2 * n
+
+
+def round_orders(n: int, rounds: int, seed: int) -> list[list[int]]:
+    """The order of each round: blocks of Williams squares, balanced for what the previous call
+    leaves behind. A call pays for its neighbour's leftovers (dirty lines, an evicted input: 10-30%
+    on a 16 MB row kernel, docs/experiments/2026-12-03c-cpu/after.py), so in shuffled rounds a
+    seed that happens to put one variant after a heavy contender more often decides a close choice,
+    the same way in every run. Within a block of `balanced_block(n)` rounds every contender takes
+    every position once (twice for odd n) and comes right after each other contender once (twice);
+    each block's contenders are relabelled and its rounds shuffled by the seeded generator. A last,
+    partial block is as close to balanced as its rounds allow; the step from one round to the next
+    is not balanced."""
+    rng = np.random.default_rng(seed)
+    first, lo, hi = [0], 1, n - 1
+    while lo <= hi:  # 0, 1, n-1, 2, n-2, ...: the differences of neighbours are all distinct mod n
+        first.append(lo)
+        lo += 1
+        if lo <= hi:
+            first.append(hi)
+            hi -= 1
+    square = [[(v + shift) % n for v in first] for shift in range(n)]
+    if n % 2:
+        square += [row[::-1] for row in square]
+    orders: list[list[int]] = []
+    while len(orders) < rounds:
+        label = rng.permutation(n)
+        orders += [[int(label[v]) for v in square[i]] for i in rng.permutation(len(square))]
+    return orders[:rounds]
 
 
 def host_seconds(call: Callable[[], object], n: int = 1000) -> float:

@@ -199,7 +199,8 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
     plain ones among the variants alone, and 1.08 ms against 1.45 ms with the caches evicted
-    between calls. `rounds` and `burst` go to bench.time_interleaved; each sample is `pipeline`
+    between calls. `rounds` (raised to one block of bench.round_orders, where each variant follows
+each contender once) and `burst` go to bench.time_interleaved; each sample is `pipeline`
     calls queued and evaluated once (`pipelined`): above 1, the device's time decides rather than
     the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
     {"chosen": variant, "median_s": {variant: s}, "over_runner_up": {"variant", "median", "ci95"}}:
@@ -216,10 +217,13 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         for vname, lib in sorted(libs.items()):
             loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
             calls[vname] = pipelined(program(f, loaded), arrays, pipeline)
-        samples = bench.time_interleaved({**(baselines or {}), **calls}, 2, rounds, seed, burst)
+        timed = {**(baselines or {}), **calls}
+        # at least one balanced block: each variant after each contender as often as the others
+        used = max(rounds, bench.balanced_block(len(timed)))
+        samples = bench.time_interleaved(timed, 2, used, seed, burst)
         medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
         chosen, runner_up = sorted(medians, key=medians.get)[:2]
-        choice[kname] = {"chosen": chosen, "median_s": medians, "rounds": rounds,
+        choice[kname] = {"chosen": chosen, "median_s": medians, "rounds": used,
                          "over_runner_up": {"variant": runner_up,
                                             **bench.speedup(samples[chosen], samples[runner_up], seed)}}
     return choice

@@ -40,6 +40,51 @@ def test_interleaving_order_is_fixed_by_the_seed():
     assert first == second
 
 
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 12])
+def test_round_orders_put_each_contender_after_each_other_equally_often(n):
+    """A block of rounds balances what a call inherits from the one before it: every ordered pair
+    of neighbours once (twice for odd n), every contender in every position as often."""
+    from collections import Counter
+
+    block = bench.balanced_block(n)
+    for seed in (1, 2):
+        orders = bench.round_orders(n, 2 * block, seed)
+        assert len(orders) == 2 * block and all(sorted(o) == list(range(n)) for o in orders)
+        for part in (orders[:block], orders[block:]):
+            pairs = Counter((o[i], o[i + 1]) for o in part for i in range(n - 1))
+            assert len(pairs) == n * (n - 1) and set(pairs.values()) == {block // n}
+            positions = Counter((v, i) for o in part for i, v in enumerate(o))
+            assert set(positions.values()) == {block // n} and len(positions) == n * n
+    assert bench.round_orders(n, block, 1) == bench.round_orders(n, block, 1)
+    assert bench.round_orders(n, block, 1) != bench.round_orders(n, block, 2)
+
+
+def test_a_partial_block_keeps_its_rounds_whole():
+    orders = bench.round_orders(6, 9, 4)
+    assert len(orders) == 9 and all(sorted(o) == list(range(6)) for o in orders)
+    assert bench.round_orders(6, 9, 4)[:6] == bench.round_orders(6, 6, 4)
+
+
+def test_variant_rounds_cover_a_balanced_block(monkeypatch):
+    from autoperfect import contenders
+
+    seen = []
+    monkeypatch.setattr(contenders.bench, "time_interleaved",
+                        lambda calls, warmup, rounds, seed, burst=1: seen.append((len(calls), rounds))
+                        or {name: [1.0 + i] * rounds for i, name in enumerate(calls)})
+    monkeypatch.setattr(contenders, "program", lambda f, loaded: None)
+    monkeypatch.setattr(contenders, "pipelined", lambda fn, args, calls: (lambda: None))
+
+    class F:
+        kernels = [type("K", (), {"name": "k"})()]
+    be = type("Backend", (), {"Kernel": lambda *a: None})
+    baselines = {f"b{i}": (lambda: None) for i in range(6)}
+    choice = contenders.choose_variants(F(), {"k": {"v1": 1, "v2": 2, "v3": 3}}, (), be, seed=3,
+                                        baselines=baselines, rounds=7)
+    assert seen == [(9, 18)] and choice["k"]["rounds"] == 18  # 9 contenders: a block of 18 rounds
+    assert choice["k"]["chosen"] == "v1"
+
+
 def test_summarize_gives_the_median_inside_its_interval():
     samples = list(np.random.default_rng(0).normal(0.010, 0.001, size=31))
     summary = bench.summarize(samples, seed=1)
