@@ -692,7 +692,8 @@ def mutants_section(results_dir: str, ops: list[str], backends: list[str]) -> li
     """Planted bugs (results/{op}/{backend}/mutants.json, from `snakemake mutants`): how many the
     judge rejects beside a KernelBench-style check, and which classes each lets through."""
     lines = ["## Planted bugs: the judge against allclose", "",
-             "Bug classes planted into each verified kernel (autoperfect.mutants). *allclose* is "
+             "Bug classes planted into each verified variant of each kernel (autoperfect.mutants); a missed "
+             "one names its variant. *allclose* is "
              "KernelBench's check: the spec's shapes, one normal draw, rtol = atol = 1e-2 against the "
              "float64 reference.", "",
              _table_row(["op/backend", "planted", "judge caught", "allclose caught", "missed by the judge",
@@ -706,7 +707,8 @@ def mutants_section(results_dir: str, ops: list[str], backends: list[str]) -> li
                 lines.append(_table_row([f"{op}/{backend}", why] + [NONE] * 4))
                 continue
             planted = [m for m in data.get("mutants", []) if "judge" in m]
-            missed = {side: ", ".join(m["class"] for m in planted if not m[side]["caught"]) or NONE
+            named = lambda m: f"{m['class']} ({m['variant']})" if "variant" in m else m["class"]  # noqa: E731
+            missed = {side: ", ".join(named(m) for m in planted if not m[side]["caught"]) or NONE
                       for side in ("judge", "baseline")}
             planted_n = data["planted"]
             lines.append(_table_row([f"{op}/{backend}", str(planted_n), f"{data['caught']}/{planted_n}",

@@ -237,9 +237,12 @@ def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: 
 
 def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, settings: dict, cache_dir: str,
                   out: str, jobs: int = 1) -> None:
-    """Plant every bug class into each verified kernel and record which mutants the judge and a
-    KernelBench-style allclose check reject (autoperfect.mutants). The mutated source is a verified
-    rendering of the compiler's (the bugs are keyed on its spellings), read beside its library."""
+    """Plant every bug class into each verified variant of each kernel and record which mutants the
+    judge and a KernelBench-style allclose check reject (autoperfect.mutants). Every variant the
+    bench may choose is mutated, since a bug can hide in one loop structure only (a dropped row tail
+    showed only in the variants that stream). The mutated source is a verified rendering of the
+    compiler's (the bugs are keyed on its spellings), read beside its library; the other kernels keep
+    their first verified variant."""
     from . import mutants
 
     spec = OpSpec.from_json(json.loads(spec_json))
@@ -258,13 +261,37 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
         return
     kernels = load_kernels(kernels_path)
     be = backends.get(backend)
-    chosen = {}
+    variants = {}
     for k in kernels:
         verified = sorted(validation["verified"][k.name])
         ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
-        chosen[k.name] = (ours or verified)[0]
-    libraries = {n: validation["verified"][n][v] for n, v in chosen.items()}
-    sources = {n: be.source_of(lib).read_text() for n, lib in libraries.items()}
-    result = mutants.evaluate(spec, backend, kernels, sources, libraries, Settings(**settings),
-                              Path(cache_dir), jobs)
-    artifacts.write_json(out, {**head, **result, "variants": chosen})
+        variants[k.name] = ours or verified[:1]
+    first = {n: validation["verified"][n][vs[0]] for n, vs in variants.items()}
+    runs = []
+    for k in kernels:
+        for v in variants[k.name]:
+            libraries = {**first, k.name: validation["verified"][k.name][v]}
+            source = be.source_of(libraries[k.name]).read_text()
+            result = mutants.evaluate(spec, backend, [k], {k.name: source}, libraries, Settings(**settings),
+                                      Path(cache_dir), jobs)
+            runs.append((k.name, v, result))
+    artifacts.write_json(out, {**head, **combine_mutants(runs), "variants": variants})
+
+
+def combine_mutants(runs: list[tuple[str, str, dict]]) -> dict:
+    """mutants.evaluate's results for each (kernel, variant) as one record: totals over the variants
+    whose verified kernels passed the control, each mutant and inapplicable class tagged with its
+    variant, and per variant its control and counts. All controls failing is a skip."""
+    tag = lambda items, v: [{**item, "variant": v} for item in items]  # noqa: E731
+    per = [{"kernel": k, "variant": v, "control": r["control"],
+            **{key: r[key] for key in ("planted", "caught", "baseline_caught")},
+            **({"skipped": r["skipped"]} if "skipped" in r else {})} for k, v, r in runs]
+    done = [(v, r) for _, v, r in runs if "skipped" not in r]
+    record = {"planted": sum(r["planted"] for _, r in done), "caught": sum(r["caught"] for _, r in done),
+              "baseline_caught": sum(r["baseline_caught"] for _, r in done),
+              "mutants": [m for v, r in done for m in tag(r["mutants"], v)],
+              "not_applicable": [n for _, v, r in runs for n in tag(r["not_applicable"], v)],
+              "classes": runs[0][2]["classes"] if runs else {}, "by_variant": per}
+    if runs and not done:
+        record["skipped"] = "; ".join(f"{p['kernel']}.{p['variant']}: {p['skipped']}" for p in per)
+    return record

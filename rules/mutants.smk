@@ -1,4 +1,4 @@
-# Bugs planted into every verified kernel must all be rejected by the judge (target: `mutants`).
+# Bugs planted into every verified variant of every kernel must all be rejected by the judge (target: `mutants`).
 # A planted race shows only when the judge's threads really run at once: the job claims every core.
 rule plant_mutants:
     input:

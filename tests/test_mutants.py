@@ -98,22 +98,46 @@ def test_mutants_stage_counts_the_judge_and_allclose(build_dir, tmp_path, monkey
     inputs = {"x": {"shape": [16, 40]}, "w": {"shape": [40]}}
     spec = parse_op("rms", {"fn": SPECS["rmsnorm"].fn, "inputs": inputs})
     (k,) = [k for k in front(spec).kernels if k is not None]
-    library = BE.build(BE.render(k, BE.schedules_for(k)[0]), build_dir).library
+    first, second = BE.schedules_for(k)[:2]
+    libraries = {s.name: BE.build(BE.render(k, s), build_dir).library for s in (first, second)}
     artifacts.write_json(tmp_path / "kernels.json", {"kernels": [{"kernel": k.to_json()}]})
     artifacts.write_json(tmp_path / "validation.json", {"backend": "cpu", "passed": True,
-                                                        "verified": {k.name: {"rows": library}}})
+                                                        "verified": {k.name: libraries}})
     settings = {"shapes": 2, "hidden_draws": 0, "runs": 2, "timeout_s": 120.0, "memory_gb": 8.0}
     stages.mutants_stage(json.dumps(spec.to_json()), str(tmp_path / "kernels.json"),
                          str(tmp_path / "validation.json"), settings, str(build_dir),
                          str(tmp_path / "mutants.json"))
     result = json.loads((tmp_path / "mutants.json").read_text())
-    assert (result["planted"], result["caught"], result["baseline_caught"]) == (2, 2, 1)
-    by_class = {m["class"]: m for m in result["mutants"]}
+    # both verified variants mutated, each with both classes
+    assert (result["planted"], result["caught"], result["baseline_caught"]) == (4, 4, 2)
+    assert result["variants"] == {k.name: sorted([first.name, second.name])}
+    assert sorted((m["variant"], m["class"]) for m in result["mutants"]) == sorted(
+        (v.name, b) for v in (first, second) for b in ("dropped_term", "missing_epsilon"))
+    assert [(r["variant"], r["planted"], r["control"]["passed"]) for r in result["by_variant"]] == [
+        (v, 2, True) for v in sorted([first.name, second.name])]
+    by_class = {m["class"]: m for m in result["mutants"] if m["variant"] == first.name}
     assert by_class["dropped_term"]["baseline"]["caught"]
     assert not by_class["missing_epsilon"]["baseline"]["caught"]
     assert "not allclose" in by_class["dropped_term"]["baseline"]["reason"]
     assert "expected" in by_class["missing_epsilon"]["judge"]["reason"]
     assert by_class["missing_epsilon"]["diff"].startswith("-")
+
+
+def test_combined_mutants_count_only_variants_whose_control_passed():
+    classes = {"sign_flip": ("a sign flipped", None)}
+    passed = {"control": {"passed": True, "reason": "passed"}, "planted": 2, "caught": 2, "baseline_caught": 1,
+              "mutants": [{"class": "sign_flip"}, {"class": "wrong_row"}],
+              "not_applicable": [{"class": "race", "reason": "no threads"}], "classes": classes}
+    failed = {"control": {"passed": False, "reason": "crash"}, "planted": 0, "caught": 0, "baseline_caught": 0,
+              "mutants": [], "not_applicable": [], "classes": classes, "skipped": "the verified kernels fail"}
+    record = stages.combine_mutants([("k", "rows", passed), ("k", "rows_v16", failed)])
+    assert (record["planted"], record["caught"], record["baseline_caught"]) == (2, 2, 1)
+    assert {m["variant"] for m in record["mutants"]} == {"rows"} and "skipped" not in record
+    assert record["not_applicable"] == [{"class": "race", "reason": "no threads", "variant": "rows"}]
+    assert [r["variant"] for r in record["by_variant"]] == ["rows", "rows_v16"]
+    assert record["by_variant"][1]["skipped"] == "the verified kernels fail"
+    alone = stages.combine_mutants([("k", "rows_v16", failed)])
+    assert alone["planted"] == 0 and alone["skipped"] == "k.rows_v16: the verified kernels fail"
 
 
 def test_mutants_stage_skips_an_op_that_failed_validation(tmp_path):
@@ -133,3 +157,10 @@ def test_report_sets_the_judge_beside_allclose(tmp_path):
     lines = report.mutants_section(str(tmp_path), ["chain", "softmax"], ["cpu"])
     assert "| chain/cpu | 2 | 2/2 | 1/2 | – | fma_contraction |" in lines
     assert any(line.startswith("| softmax/cpu | not run") for line in lines)
+    artifacts.write_json(tmp_path / "softmax/cpu/mutants.json", {
+        "planted": 2, "caught": 1, "baseline_caught": 2,
+        "mutants": [{"class": "skipped_tail", "variant": "rows_v16", "judge": {"caught": False},
+                     "baseline": {"caught": True}},
+                    {"class": "skipped_tail", "variant": "rows", "judge": {"caught": True}, "baseline": {"caught": True}}]})
+    lines = report.mutants_section(str(tmp_path), ["softmax"], ["cpu"])
+    assert "| softmax/cpu | 2 | 1/2 | 2/2 | skipped_tail (rows_v16) | – |" in lines
