@@ -296,7 +296,7 @@ def test_width_and_split_reach_the_source():
     # the next row is fetched once per 16 floats by the last reducing pass (the exps), not the max's
     max_pass, exp_pass = source.split("const float r1 =")
     assert "__builtin_prefetch" not in max_pass
-    assert exp_pass.count("__builtin_prefetch(in0 + b0 + strides[0] + jm") == cpu.SPLIT // 16
+    assert exp_pass.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jm") == cpu.SPLIT // 16
 
 
 def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_loop():
@@ -309,12 +309,12 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     source = BE.render(k, wide)
     reducing, stores = source.split("for (; jc + ")
     assert "__builtin_prefetch" not in reducing
-    assert stores.count("__builtin_prefetch(in0 + b0 + strides[0] + jc + ") == cpu.CpuRenderer.chunk // 16
+    assert stores.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jc + ") == cpu.CpuRenderer.chunk // 16
     assert "__builtin_prefetch(in1" not in stores
     # without streaming (a small call's threshold never met is decided at run time; a schedule that
     # never streams) the reducing pass keeps the requests
     plain = BE.render(k, replace(wide, stream=0))
-    assert plain.count("__builtin_prefetch(in0 + b0 + strides[0] + jm") == cpu.SPLIT // 16
+    assert plain.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jm") == cpu.SPLIT // 16
     # a stash's last reducing pass (softmax's exps) keeps them even where the stores stream
     (scratch,) = [s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch]
     exps = BE.render(kernel_of(SOFTMAX), scratch).split("const float r1 =")[1]
@@ -332,6 +332,24 @@ def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():
         blocks = re.findall(r"if \(N <= (\d+)\) \{\n((?:\s*__builtin_prefetch\([^\n]*\n)+)\s*\}", source)
         assert blocks and all(int(limit) == cfamily.PREFETCH_ROW for limit, _ in blocks)
         assert sum(b.count("__builtin_prefetch(") for _, b in blocks) == source.count("__builtin_prefetch(")
+
+
+def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
+    """`ap_ahead` rows on: PREFETCH_AHEAD bytes of the inputs the passes read that step along the
+    rows (a broadcast weight row counts nothing), at least one row; declared only where used."""
+    source = BE.render(kernel_of(MEAN_VAR), Schedule("s", split=cpu.SPLIT, lanes=16, prefetch=True))
+    assert "  const int64_t ap_row_bytes = N * ((strides[0] != 0) * 4);\n" in source
+    assert (f"  const int64_t ap_ahead = ap_row_bytes >= {cfamily.PREFETCH_AHEAD} ? 1 : "
+            f"{cfamily.PREFETCH_AHEAD} / (ap_row_bytes + (ap_row_bytes == 0));") in source
+    assert source.index("ap_ahead =") < source.index("#pragma omp parallel")
+    two = kernel_of(spec_of("add_rms", "def add_rms(x, y, w):\n    h = x + y\n"
+                            "    return h * mx.rsqrt(mx.mean(h * h, axis=-1, keepdims=True)) * w\n",
+                            x={"shape": [4, 64], "dtype": "bfloat16"}, y={"shape": [4, 64], "dtype": "float32"},
+                            w={"shape": [64], "dtype": "float32"}))
+    (wide,) = [s for s in cpu.schedules_for(two) if s.name == "rows_v16"]
+    assert "ap_row_bytes = N * ((strides[0] != 0) * 2 + (strides[2] != 0) * 4);" in BE.render(two, wide)
+    plain = BE.render(kernel_of(MEAN_VAR), Schedule("s"))
+    assert "__builtin_prefetch" not in plain and "ap_ahead" not in plain
 
 
 def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():

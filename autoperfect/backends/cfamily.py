@@ -106,8 +106,11 @@ def shifted_from(split: int) -> int:
     return math.ceil((12 * split + 17) / (1 - 6 / split))
 
 
-# Rows (elements) up to which row kernels prefetch the next row (CRenderer.next_row).
+# Rows (elements) up to which row kernels prefetch the rows ahead (CRenderer.next_row).
 PREFETCH_ROW = 8192
+# How far ahead those requests run: this many bytes of the inputs the row's passes read, in whole
+# rows, at least one (CRenderer.ahead_rows).
+PREFETCH_AHEAD = 8192
 
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
@@ -145,7 +148,7 @@ class Schedule:
     lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
     split: int = 0            # reductions keep this many partial results (independent add chains) before combining
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
-    prefetch: bool = False    # row kernels prefetch the next row's inputs (CRenderer.render_row says where)
+    prefetch: bool = False    # row kernels prefetch the rows ahead (CRenderer.render_row says where, next_row how far)
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
 
@@ -375,13 +378,26 @@ class CRenderer(CFamily):
         return lines
 
     def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
-        """Requests for columns j..j+count of the next row of each of `inputs`, one per 64-byte line,
-        where a row is at most PREFETCH_ROW long: a longer one would be evicted before its turn, and
-        fetching it twice halved a long-row reduction's speed (4 rows of 2^24: 16 against 32 GB/s
-        for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
-        rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + {self.stride(a, self.k.rank - 2)} + {j} + {q});"
+        """Requests for columns j..j+count of the row `ap_ahead` rows on (`ahead_rows`) of each of
+        `inputs`, one per 64-byte line, where a row is at most PREFETCH_ROW long: a longer one would
+        be evicted before its turn, and fetching it twice halved a long-row reduction's speed (4 rows
+        of 2^24: 16 against 32 GB/s for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
+        rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + ap_ahead * {self.stride(a, self.k.rank - 2)} + {j} + {q});"
                 for a in inputs for q in range(0, count, 16)]
         return [f"{indent}if (N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
+
+    def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
+        """`ap_ahead`, how many rows on `next_row` asks for: PREFETCH_AHEAD bytes of `inputs` (those
+        that step along the rows in this launch) in whole rows, at least one. One row ahead, a 4 KB
+        row arrived after its pass had begun: mean/var 4096x1024 read from memory took 0.38 ms with
+        one row, 0.34 with two to six, RMSNorm 0.65 and 0.61, LayerNorm 0.75 and 0.69; add+RMSNorm,
+        which streams two inputs, was slower with two rows of each (1.03 against 0.98 ms):
+        docs/experiments/2026-12-04-cpu (ab_two.py)."""
+        d = self.k.rank - 2
+        size = " + ".join(f"({self.stride(a, d)} != 0) * {dtypes.ITEMSIZE[self.k.args[a].dtype]}" for a in inputs)
+        return [f"  const int64_t ap_row_bytes = N * ({size or '0'});",
+                f"  const int64_t ap_ahead = ap_row_bytes >= {PREFETCH_AHEAD} ? 1 : "
+                f"{PREFETCH_AHEAD} / (ap_row_bytes + (ap_row_bytes == 0));"]
 
     def vector_math_declarations(self) -> list[str]:
         if not self.s.vector_math:
@@ -612,7 +628,9 @@ class CRenderer(CFamily):
             lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
-        return self.stream_flag() + self.parallel(lines)
+        read = self.contiguous_inputs([i for rp in p.passes for i in rp.elem])
+        prelude = self.ahead_rows(read) if any("ap_ahead" in line for line in lines) else []
+        return self.stream_flag() + prelude + self.parallel(lines)
 
 
 @dataclass(frozen=True)
