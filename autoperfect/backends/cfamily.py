@@ -389,10 +389,14 @@ class CRenderer(CFamily):
     def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
         """`ap_ahead`, how many rows on `next_row` asks for: PREFETCH_AHEAD bytes of `inputs` (those
         that step along the rows in this launch) in whole rows, at least one. One row ahead, a 4 KB
-        row arrived after its pass had begun: mean/var 4096x1024 read from memory took 0.38 ms with
-        one row, 0.34 with two to six, RMSNorm 0.65 and 0.61, LayerNorm 0.75 and 0.69; add+RMSNorm,
-        which streams two inputs, was slower with two rows of each (1.03 against 0.98 ms):
-        docs/experiments/2026-12-04-cpu (ab_two.py)."""
+        row arrived after its pass had begun. 4096x1024 read from memory (ab_two.py and ahead.py in
+        docs/experiments/2026-12-04-cpu), the VM's copy of mean/var's bytes at 0.29 ms: mean/var
+        0.37-0.38 ms one row ahead, 0.34-0.36 two rows, 0.37 four; RMSNorm 0.65-0.67 and 0.61-0.64
+        with two, 0.74 with four; LayerNorm 0.75-0.79 and 0.69-0.72 with two, 0.76 with four. With
+        the copy at 0.17 ms (twice the bandwidth: twice the bytes in flight needed) four rows were
+        best for mean/var (0.19-0.20 against 0.22-0.24 with two) and no better for LayerNorm (0.43
+        with two or four); add+RMSNorm (two inputs: 8 KB a row) within the noise (about 8% between
+        runs of one source) from one row to four in both states."""
         d = self.k.rank - 2
         size = " + ".join(f"({self.stride(a, d)} != 0) * {dtypes.ITEMSIZE[self.k.args[a].dtype]}" for a in inputs)
         return [f"  const int64_t ap_row_bytes = N * ({size or '0'});",
