@@ -76,19 +76,45 @@ def alt_shapes(spec: OpSpec, count: int) -> list[dict[str, tuple[int, ...]]]:
     return out[:count]
 
 
+# The spec's scale, grown (scale_shapes): the element count of its largest inputs left this
+# residue modulo SCALE_LINE floats, odd and past a vector loop's aligning head of up to 15 floats.
+SCALE_LINE = 64
+SCALE_RESIDUE = 39
+
+
 def scale_shapes(spec: OpSpec) -> dict[str, tuple[int, ...]] | None:
-    """The spec's shapes with every last-axis size 7 longer (the other sizes kept), where the spec is
-    too large for alt_shapes: paths a kernel takes only at scale (streaming stores from 16 MB, the
-    threads, compensated blocks of long rows) then also meet rows no vector width divides, whose
-    heads and tails the small shapes alone exercise otherwise. A streamed row kernel whose last
-    loop dropped its final N % 8 elements passed every other shape (the planted `skipped_tail` in
-    `rows_v16` of LayerNorm and RMSNorm 4096x1024, whose rows are multiples of 8)."""
-    if max((math.prod(i.shape) for i in spec.inputs), default=0) <= MAX_ALT_ELEMENTS:
+    """The spec's shapes grown a little, where the spec is too large for alt_shapes: paths a kernel
+    takes only at scale (streaming stores from 16 MB, the threads, compensated blocks of long rows)
+    then also meet ragged ends, whose heads and tails the small shapes alone exercise otherwise.
+
+    Every axis size above 1 of the largest inputs becomes odd (one longer if even), and the last
+    axis at least 7 longer, the least such that those inputs' element count is SCALE_RESIDUE modulo
+    SCALE_LINE (the other inputs' axes of the same sizes alike). Odd rows start on every alignment,
+    so a row kernel's head and tail loops both run; a flat loop's last block then ends 7 past a
+    multiple of 8 and 39 past one of 64, so its tail survives any aligning head of up to 15 floats.
+    Found by planting `skipped_tail` (the last loop stops at N & ~7): with the last axis only 7
+    longer it passed in the chain's streaming variants (16M elements: the last block's 7 elements
+    fell into the head that aligns the output), and in `rows_v16` of LayerNorm and RMSNorm
+    4096x1024 before this shape existed."""
+    sizes = [math.prod(i.shape) for i in spec.inputs]
+    if max(sizes, default=0) <= MAX_ALT_ELEMENTS:
         return None
-    inner = {i.shape[-1] for i in spec.inputs if i.shape and i.shape[-1] > 1}
-    if not inner:
+    largest = [i for i, n in zip(spec.inputs, sizes) if n == max(sizes)]
+    last = {i.shape[-1] for i in largest if i.shape[-1] > 1}
+    if not last:
         return None
-    return {i.name: tuple(d + 7 if d in inner else d for d in i.shape) for i in spec.inputs}
+    n = max(last)
+    grown = {d: d + (d % 2 == 0) for i in largest for d in i.shape if d > 1}
+    for extra in range(7, 7 + 2 * SCALE_LINE):
+        if (n + extra) % 2 == 0:
+            continue
+        trial = {**grown, n: n + extra}
+        if math.prod(trial.get(d, d) for d in largest[0].shape) % SCALE_LINE == SCALE_RESIDUE:
+            grown = trial
+            break
+    else:
+        grown[n] = n + 7
+    return {i.name: tuple(grown.get(d, d) for d in i.shape) for i in spec.inputs}
 
 
 def draw(spec: OpSpec, cls: str, rng: np.random.Generator) -> list[np.ndarray]:

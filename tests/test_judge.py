@@ -341,10 +341,23 @@ def test_a_process_measures_each_rendered_probe_once(build_dir, monkeypatch):
 # -- the spec's scale with odd rows --------------------------------------------------------------------
 
 def test_large_specs_are_also_checked_at_their_scale_with_rows_no_vector_width_divides():
+    """Odd axes, the last at least 7 longer, the element count 39 past a multiple of 64 (a flat
+    loop's last block keeps a tail past any aligning head of up to 15 floats)."""
     big = parse_op("norm", {"fn": "def norm(x, w):\n    return x * w\n",
                             "inputs": {"x": {"shape": [4096, 1024], "dtype": "float32"},
                                        "w": {"shape": [1024], "dtype": "float32"}}})
-    assert judge.scale_shapes(big) == {"x": (4096, 1031), "w": (1031,)}
+    assert judge.scale_shapes(big) == {"x": (4097, 1063), "w": (1063,)}
+    assert 4097 * 1063 % 64 == judge.SCALE_RESIDUE
+    flat = parse_op("chain", {"fn": "def chain(a, b):\n    return a * b\n",
+                              "inputs": {"a": {"shape": [1 << 24], "dtype": "float32"},
+                                         "b": {"shape": [1 << 24], "dtype": "float32"}}})
+    assert judge.scale_shapes(flat) == {"a": ((1 << 24) + 39,), "b": ((1 << 24) + 39,)}
+    square = parse_op("sq", {"fn": "def sq(x, y):\n    return x + y\n",
+                             "inputs": {"x": {"shape": [2048, 2048], "dtype": "float32"},
+                                        "y": {"shape": [1, 2048], "dtype": "float32"}}})
+    grown = judge.scale_shapes(square)
+    assert grown["x"][0] == grown["x"][1] == grown["y"][1] and grown["y"][0] == 1
+    assert grown["x"] == (2048 + 7, 2048 + 7)  # no odd square is 39 past a multiple of 64 (nor of 8): 7 longer
     small = parse_op("norm", {"fn": "def norm(x, w):\n    return x * w\n",
                               "inputs": {"x": {"shape": [64, 1024], "dtype": "float32"},
                                          "w": {"shape": [1024], "dtype": "float32"}}})
@@ -353,7 +366,7 @@ def test_large_specs_are_also_checked_at_their_scale_with_rows_no_vector_width_d
 
 def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(tmp_path, monkeypatch):
     """RMSNorm 4096x1024 streams its stores (16 MB); its rows are multiples of 8, and the small
-    shapes never stream: only the spec's scale with rows of 1031 meets the dropped tail."""
+    shapes never stream: only the spec's scale with odd rows (1063) meets the dropped tail."""
     monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
     spec = parse_op("rmsnorm", {"fn": "def rmsnorm(x, w):\n"
                                 "    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w\n",
@@ -367,4 +380,4 @@ def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(t
     build = BE.build(bug.source, tmp_path)
     assert build.ok, build.log
     verdict = judge_candidates(spec, "cpu", {k.name: build.library}, Settings(), None)
-    assert not verdict["passed"] and "[4096, 1031]" in verdict["reason"], verdict["reason"]
+    assert not verdict["passed"] and "[4097, 1063]" in verdict["reason"], verdict["reason"]
