@@ -76,8 +76,11 @@ def round_orders(n: int, rounds: int, seed: int) -> list[list[int]]:
     the same way in every run. Within a block of `balanced_block(n)` rounds every contender takes
     every position once (twice for odd n) and comes right after each other contender once (twice);
     each block's contenders are relabelled and its rounds shuffled by the seeded generator. A last,
-    partial block is as close to balanced as its rounds allow; the step from one round to the next
-    is not balanced."""
+    partial block is as close to balanced as its rounds allow; the step from one round to the next,
+    and what the call two before leaves, are not balanced. That is not enough to make a choice
+    between variants within a few percent independent of the seed: mean/var's rows_v16 and shifted
+    variants, 2-7% apart, were ranked the same way three times in the bench's balanced order and
+    differently under three other seeds (docs/experiments/2026-12-04-cpu)."""
     rng = np.random.default_rng(seed)
     first, lo, hi = [0], 1, n - 1
     while lo <= hi:  # 0, 1, n-1, 2, n-2, ...: the differences of neighbours are all distinct mod n
