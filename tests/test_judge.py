@@ -364,6 +364,23 @@ def test_large_specs_are_also_checked_at_their_scale_with_rows_no_vector_width_d
     assert judge.scale_shapes(small) is None  # alt_shapes reach its size already
 
 
+def test_a_streamed_flat_kernel_that_drops_its_last_elements_is_caught_at_scale(tmp_path, monkeypatch):
+    """The chain's streaming variant over 16M elements: its last block's tail follows a head that
+    aligns the output on a cache line (up to 15 floats). With the last axis only 7 longer the 7
+    dropped elements fell into that head and the mutant passed (mutants.json at 4fccce0); the grown
+    scale leaves 39 past a multiple of 64."""
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = parse_op("chain", {"fn": "def chain(a, b, c):\n    return (a * b + c) * a - b\n",
+                              "inputs": {n: {"shape": [1 << 24], "dtype": "float32"} for n in "abc"}})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    (streaming,) = [s for s in cpu.schedules_for(k) if s.name == "block16k_stream"]
+    (bug,) = [m for m in plant(k, cpu.render(k, streaming), "cpu") if isinstance(m, Mutant) and m.bug == "skipped_tail"]
+    build = BE.build(bug.source, tmp_path)
+    assert build.ok, build.log
+    verdict = judge_candidates(spec, "cpu", {k.name: build.library}, Settings(), None)
+    assert not verdict["passed"] and f"[{(1 << 24) + 39}]" in verdict["reason"], verdict["reason"]
+
+
 def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(tmp_path, monkeypatch):
     """RMSNorm 4096x1024 streams its stores (16 MB); its rows are multiples of 8, and the small
     shapes never stream: only the spec's scale with odd rows (1063) meets the dropped tail."""
