@@ -265,16 +265,19 @@ def test_split_sums_stay_within_the_plain_sums_error_bound(n, tmp_path):
     x = np.random.default_rng(seed_for("split", str(n))).standard_normal((9, n)).astype(np.float32)
     exact = x.astype(np.float64).sum(axis=1)
     bound = max(n, 1) * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum(axis=1)
-    for schedule in (SPLIT, Schedule("split_compensated", split=cpu.SPLIT, compensate=cpu.COMPENSATE_FROM)):
+    for schedule in (SPLIT, Schedule("split_compensated", split=cpu.SPLIT, compensate=cpu.COMPENSATE_FROM),
+                     Schedule("split_odd", split=7)):
         got = row_sums(x, schedule, tmp_path).astype(np.float64)
         assert np.all(np.abs(got - exact) <= bound), schedule.name
 
 
+@pytest.mark.parametrize("split", [cpu.SPLIT, 7, 6])
 @pytest.mark.parametrize("op", ["max", "min"])
-def test_split_extrema_keep_nan_wherever_it_is(op, tmp_path):
+def test_split_extrema_keep_nan_wherever_it_is(op, split, tmp_path):
     """A NaN in any lane of any group, or in the remainder, makes the row's max (min) NaN; rows
-    without one get the true extremum."""
-    n = 3 * cpu.SPLIT + 5
+    without one get the true extremum. The lanes fold pairwise (CRenderer.combine_lanes), the
+    larger half of an odd count onto the smaller: no lane is left out for any split."""
+    n = 3 * split + 5
     k = kernel_of(spec_of("ext", f"def ext(x):\n    return mx.{op}(x, axis=-1)\n",
                           x={"shape": [2, 8], "dtype": "float32"}))
     x = np.random.default_rng(seed_for("split-nan", op)).standard_normal((n + 1, n)).astype(np.float32)
@@ -282,9 +285,18 @@ def test_split_extrema_keep_nan_wherever_it_is(op, tmp_path):
         x[row, row] = np.nan
     out = np.full(n + 1, 0.0, dtype=np.float32)
     launch = Launch((n + 1, n), ((n, 1),), ((n + 1, n),), ((n + 1,),))
-    BE.Kernel(k, library(k, Schedule("s", split=cpu.SPLIT, lanes=16), tmp_path)).run_numpy([x, out], launch)
+    BE.Kernel(k, library(k, Schedule("s", split=split, lanes=16), tmp_path)).run_numpy([x, out], launch)
     assert np.all(np.isnan(out[:n]))
     assert out[n] == getattr(np, op)(x[n])
+    # and without NaN, each lane's extremum reaches the row's: the extremum put in every position
+    y = np.random.default_rng(seed_for("split-lanes", op)).standard_normal((n, n)).astype(np.float32)
+    extreme = np.float32(100.0 if op == "max" else -100.0)
+    for row in range(n):
+        y[row, row] = extreme
+    got = np.full(n, 0.0, dtype=np.float32)
+    BE.Kernel(k, library(k, Schedule("s", split=split, lanes=16), tmp_path)).run_numpy(
+        [y, got], Launch((n, n), ((n, 1),), ((n, n),), ((n,),)))
+    assert np.all(got == extreme)
 
 
 def test_width_and_split_reach_the_source():

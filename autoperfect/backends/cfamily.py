@@ -93,7 +93,7 @@ def shifted_from(split: int) -> int:
 
     To first order in u = 2^-24, with T1, T2 the exact sums of x - K and g = (n/split + 2*split)*u
     the error bound of a split sum (n/split terms per partial, then the partials and the rest of the
-    row one after another): |S1 - T1| <= (g + u) * sum|x - K| <= (g + u) * sqrt(n*T2) (Cauchy-Schwarz),
+    row one after another; the partials fold pairwise, log2(split) deep, which this bounds too): |S1 - T1| <= (g + u) * sum|x - K| <= (g + u) * sqrt(n*T2) (Cauchy-Schwarz),
     |S2 - T2| <= (g + 3u) * T2 (x - K and its square rounded), so |S1^2 - T1^2| / n <= 2(g + u) * T2;
     n as a float, the quotient and the product round 3u of S1^2/n <= T2; the difference u of D. So
     |D - V| <= (3g + 8u) * T2 + u * V. The kernel takes D only where S2 <= 2D (which makes T2 <= 2V
@@ -336,8 +336,8 @@ class CRenderer(CFamily):
                    extra: Sequence[tuple[str, str]] = ()) -> list[str]:
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
-        adds (or maxes) of one group wait on none of the others'; the partial results are combined
-        in order, then the loop over the rest of the row goes on from them. With `prefetch`, each
+        adds (or maxes) of one group wait on none of the others'; the partial results are folded
+        pairwise (`combine_lanes`), then the loop over the rest of the row goes on from them. With `prefetch`, each
         group first asks for the same elements of the next row of every contiguous input (one
         row stride on, one request per 64-byte line, rows up to PREFETCH_ROW: `next_row`; a
         prefetch never faults, past the last row included), so the memory streams while the pass
@@ -363,19 +363,41 @@ class CRenderer(CFamily):
                                                       nan=f"m{r}[l]"))
         lines += [f"{inner}    {acc}p[l] += {v};" for acc, v in extra]
         lines += [f"{inner}  }}", f"{inner}}}"]
-        combine = []
-        for r, (_, _, stmt) in ops.items():
-            combine.append(stmt.format(acc=f"a{r}", v=f"p{r}[l]", nan=f"n{r}"))
-            if self.k.body[r].op in (Op.RMAX, Op.RMIN):
-                combine.append(f"n{r} |= m{r}[l];")
-        combine += [f"{acc} += {acc}p[l];" for acc, _ in extra]
-        # one loop: the chains of several results wait on one another's adds no longer than their own
-        lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ {' '.join(combine)} }}")
+        lines += self.combine_lanes(inner, ops, extra)
         # the rest of the row, if any: an empty loop would still combine its reductions' lanes
         lines.append(f"{inner}if (jm < {hi}) {{")
         lines += self.simd_loop(inner + "  ", body, "jm", hi, reductions, lines_for, extra)
         lines += [f"{inner}}}", f"{indent}}}"]
         return lines
+
+    def combine_lanes(self, indent: str, ops: dict, extra: Sequence[tuple[str, str]]) -> list[str]:
+        """A split loop's partial results folded pairwise, halving the lanes (p[l] with p[l + h]),
+        then into the accumulator: log2(split) dependent steps instead of split, each a vector
+        operation. Softmax's max over 32 lanes one after another was a chain of compares that cost
+        about 60 ns of a 1024-float row (softmax 411-423 against 350-370 ns a row in cache, one
+        thread; mean/var's two sums 80 against 76: docs/experiments/2026-12-04-cpu). A sum's error
+        bound only shrinks (shifted_from's analysis counts the partials one after another). Max and
+        min are exact whatever the order, their NaN flags or-ed along."""
+        def fold(h: int, at: int) -> str:  # lanes at.. at+h onto 0..h
+            step = []
+            for r, (_, _, stmt) in ops.items():
+                step.append(stmt.format(acc=f"p{r}[l]", v=f"p{r}[l + {at}]", nan=f"m{r}[l]"))
+                if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+                    step.append(f"m{r}[l] |= m{r}[l + {at}];")
+            step += [f"{acc}p[l] += {acc}p[l + {at}];" for acc, _ in extra]
+            return f"{indent}for (int l = 0; l < {h}; l++) {{ {' '.join(step)} }}"
+
+        last = []
+        for r, (_, _, stmt) in ops.items():
+            last.append(stmt.format(acc=f"a{r}", v=f"p{r}[0]", nan=f"n{r}"))
+            if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+                last.append(f"n{r} |= m{r}[0];")
+        last += [f"{acc} += {acc}p[0];" for acc, _ in extra]
+        lines, w = [], self.s.split
+        while w > 1:  # the upper half (the larger one of an odd count) onto the lower
+            lines.append(fold(w // 2, w - w // 2))
+            w -= w // 2
+        return lines + [f"{indent}{' '.join(last)}"]
 
     def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
         """Requests for columns j..j+count of the row `ap_ahead` rows on (`ahead_rows`) of each of
