@@ -378,26 +378,22 @@ class CRenderer(CFamily):
         thread; mean/var's two sums 80 against 76: docs/experiments/2026-12-04-cpu). A sum's error
         bound only shrinks (shifted_from's analysis counts the partials one after another). Max and
         min are exact whatever the order, their NaN flags or-ed along."""
-        def fold(h: int, at: int) -> str:  # lanes at.. at+h onto 0..h
-            step = []
+        def merge(lane: str, lanes: bool) -> str:
+            """Each partial array's `lane` into lane l of its own (`lanes`) or into the accumulator."""
+            out = []
             for r, (_, _, stmt) in ops.items():
-                step.append(stmt.format(acc=f"p{r}[l]", v=f"p{r}[l + {at}]", nan=f"m{r}[l]"))
+                flag = f"m{r}[l]" if lanes else f"n{r}"
+                out.append(stmt.format(acc=f"p{r}[l]" if lanes else f"a{r}", v=f"p{r}[{lane}]", nan=flag))
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
-                    step.append(f"m{r}[l] |= m{r}[l + {at}];")
-            step += [f"{acc}p[l] += {acc}p[l + {at}];" for acc, _ in extra]
-            return f"{indent}for (int l = 0; l < {h}; l++) {{ {' '.join(step)} }}"
+                    out.append(f"{flag} |= m{r}[{lane}];")
+            out += [f"{f'{acc}p[l]' if lanes else acc} += {acc}p[{lane}];" for acc, _ in extra]
+            return " ".join(out)
 
-        last = []
-        for r, (_, _, stmt) in ops.items():
-            last.append(stmt.format(acc=f"a{r}", v=f"p{r}[0]", nan=f"n{r}"))
-            if self.k.body[r].op in (Op.RMAX, Op.RMIN):
-                last.append(f"n{r} |= m{r}[0];")
-        last += [f"{acc} += {acc}p[0];" for acc, _ in extra]
         lines, w = [], self.s.split
         while w > 1:  # the upper half (the larger one of an odd count) onto the lower
-            lines.append(fold(w // 2, w - w // 2))
+            lines.append(f"{indent}for (int l = 0; l < {w // 2}; l++) {{ {merge(f'l + {w - w // 2}', True)} }}")
             w -= w // 2
-        return lines + [f"{indent}{' '.join(last)}"]
+        return lines + [f"{indent}{merge('0', False)}"]
 
     def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
         """Requests for columns j..j+count of the row `ap_ahead` rows on (`ahead_rows`) of each of
