@@ -200,8 +200,8 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
     plain ones among the variants alone, and 1.08 ms against 1.45 ms with the caches evicted
     between calls. `rounds` (raised to one block of bench.round_orders, where each variant follows
-each contender once) and `burst` go to bench.time_interleaved; each sample is `pipeline`
-    calls queued and evaluated once (`pipelined`): above 1, the device's time decides rather than
+    each contender once) and `burst` go to bench.time_interleaved; each sample is `pipeline` calls
+    queued and evaluated once (`pipelined`): above 1, the device's time decides rather than
     the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
     {"chosen": variant, "median_s": {variant: s}, "over_runner_up": {"variant", "median", "ci95"}}:
     the chosen one's paired speedup over the next fastest, with its bootstrap interval (an interval

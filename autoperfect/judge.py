@@ -112,8 +112,8 @@ def scale_shapes(spec: OpSpec) -> dict[str, tuple[int, ...]] | None:
         if math.prod(trial.get(d, d) for d in largest[0].shape) % SCALE_LINE == SCALE_RESIDUE:
             grown = trial
             break
-    else:
-        grown[n] = n + 7
+    else:  # no such count (an odd square is never 7 past a multiple of 8): the first odd size 7 on
+        grown[n] = n + 7 + (n % 2)
     return {i.name: tuple(grown.get(d, d) for d in i.shape) for i in spec.inputs}
 
 

@@ -372,11 +372,12 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
                 cells[state] = (NONE, NONE)
                 continue
             stream = roofline.fraction(s.bytes_moved, s.kernel["median_s"], ceiling)
-            if memory_bound and s.bytes_moved >= GOAL_MEMORY_BYTES and stream < GOAL_STREAM_SHARE:
-                short[state].append(f"{row.op} ({100 * stream:.0f}%)")
             then = s.gbps / s.rounds_stream_gbps if s.rounds_stream_gbps else None
-            if memory_bound and s.bytes_moved >= GOAL_MEMORY_BYTES and (then is None or then < GOAL_STREAM_SHARE):
-                short_then[state].append(f"{row.op} ({NONE if then is None else f'{100 * then:.0f}%'})")
+            if memory_bound and s.bytes_moved >= GOAL_MEMORY_BYTES:
+                if stream < GOAL_STREAM_SHARE:
+                    short[state].append(f"{row.op} ({100 * stream:.0f}%)")
+                if then is None or then < GOAL_STREAM_SHARE:
+                    short_then[state].append(f"{row.op} ({NONE if then is None else f'{100 * then:.0f}%'})")
             cells[state] = (f"{100 * stream:.0f}%",
                             f"{100 * s.gbps / s.stream_gbps:.0f}%" if s.stream_gbps else NONE)
         for name in MUST_BEAT + ("torch_compile",):
@@ -391,21 +392,24 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     geomean = _geomean(over_torch) if over_torch else None
     goal = f"- memory-bound ops of {GOAL_MEMORY_BYTES >> 20} MB or more at {100 * GOAL_STREAM_SHARE:.0f}% of the stream bandwidth"
     steady_timed = any(isinstance(row.timings.get("steady"), Timing) for row, _ in timed)
-    lines += ["", f"{goal}, single calls: " + ("all" if not short["warm"] else "not " + ", ".join(short["warm"])),
-              f"{goal}, steady state: " + (("all" if not short["steady"] else "not " + ", ".join(short["steady"]))
-                                           if steady_timed else NONE + " (not measured)"),
+    lines += ["", f"{goal}, single calls: {_short_of(short['warm'])}",
+              f"{goal}, steady state: " + (_short_of(short["steady"]) if steady_timed else NONE + " (not measured)"),
               f"{goal} measured in the op's own rounds (the stream kernels timed beside it: the roofline's "
               f"{ceiling['bandwidth_gbps']:.1f} GB/s is another moment's), single calls: "
-              + ("all" if not short_then["warm"] else "not " + ", ".join(short_then["warm"]))
-              + ("; steady state: " + ("all" if not short_then["steady"] else "not " + ", ".join(short_then["steady"]))
-                 if steady_timed else ""),
+              + _short_of(short_then["warm"])
+              + (f"; steady state: {_short_of(short_then['steady'])}" if steady_timed else ""),
               "- ahead of " + " and ".join(MUST_BEAT) + " and never behind torch_compile (medians, single calls): "
-              + ("all" if not behind else "not " + "; ".join(behind)),
+              + _short_of(behind, "; "),
               f"- geometric mean over torch_compile: " + (NONE + " (torch not installed)" if geomean is None else
               f"{geomean:.2f}x over {len(over_torch)} ops (goal {GOAL_OVER_TORCH_COMPILE}x): "
               + ("met" if geomean >= GOAL_OVER_TORCH_COMPILE else "not met"))
               + _steady_geomean([row.timings.get("steady") for row, _ in timed]), ""]
     return lines
+
+
+def _short_of(missed: list[str], sep: str = ", ") -> str:
+    """A goal's verdict over the ops: "all", or "not " and those that missed it."""
+    return "all" if not missed else "not " + sep.join(missed)
 
 
 def _geomean(values: list[float]) -> float:

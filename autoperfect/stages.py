@@ -267,12 +267,12 @@ def mutants_stage(spec_json: str, kernels_path: str, validation_path: str, setti
         ours = [v for v in verified if v in {s.name for s in be.schedules_for(k)}]
         variants[k.name] = ours or verified[:1]
     first = {n: validation["verified"][n][vs[0]] for n, vs in variants.items()}
-    runs = []
+    judge_settings, runs = Settings(**settings), []
     for k in kernels:
         for v in variants[k.name]:
             libraries = {**first, k.name: validation["verified"][k.name][v]}
             source = be.source_of(libraries[k.name]).read_text()
-            result = mutants.evaluate(spec, backend, [k], {k.name: source}, libraries, Settings(**settings),
+            result = mutants.evaluate(spec, backend, [k], {k.name: source}, libraries, judge_settings,
                                       Path(cache_dir), jobs)
             runs.append((k.name, v, result))
     artifacts.write_json(out, {**head, **combine_mutants(runs), "variants": variants})

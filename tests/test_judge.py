@@ -358,6 +358,9 @@ def test_large_specs_are_also_checked_at_their_scale_with_rows_no_vector_width_d
     grown = judge.scale_shapes(square)
     assert grown["x"][0] == grown["x"][1] == grown["y"][1] and grown["y"][0] == 1
     assert grown["x"] == (2048 + 7, 2048 + 7)  # no odd square is 39 past a multiple of 64 (nor of 8): 7 longer
+    odd = parse_op("sq", {"fn": "def sq(x):\n    return x * x\n",
+                          "inputs": {"x": {"shape": [2047, 2047], "dtype": "float32"}}})
+    assert judge.scale_shapes(odd) == {"x": (2047 + 8, 2047 + 8)}  # odd still: the first odd size 7 on
     small = parse_op("norm", {"fn": "def norm(x, w):\n    return x * w\n",
                               "inputs": {"x": {"shape": [64, 1024], "dtype": "float32"},
                                          "w": {"shape": [1024], "dtype": "float32"}}})

@@ -93,7 +93,8 @@ def shifted_from(split: int) -> int:
 
     To first order in u = 2^-24, with T1, T2 the exact sums of x - K and g = (n/split + 2*split)*u
     the error bound of a split sum (n/split terms per partial, then the partials and the rest of the
-    row one after another; the partials fold pairwise, log2(split) deep, which this bounds too): |S1 - T1| <= (g + u) * sum|x - K| <= (g + u) * sqrt(n*T2) (Cauchy-Schwarz),
+    row one after another; the partials fold pairwise, log2(split) deep, which this bounds too):
+    |S1 - T1| <= (g + u) * sum|x - K| <= (g + u) * sqrt(n*T2) (Cauchy-Schwarz),
     |S2 - T2| <= (g + 3u) * T2 (x - K and its square rounded), so |S1^2 - T1^2| / n <= 2(g + u) * T2;
     n as a float, the quotient and the product round 3u of S1^2/n <= T2; the difference u of D. So
     |D - V| <= (3g + 8u) * T2 + u * V. The kernel takes D only where S2 <= 2D (which makes T2 <= 2V
@@ -337,7 +338,8 @@ class CRenderer(CFamily):
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
         adds (or maxes) of one group wait on none of the others'; the partial results are folded
-        pairwise (`combine_lanes`), then the loop over the rest of the row goes on from them. With `prefetch`, each
+        pairwise (`combine_lanes`), then the loop over the rest of the row goes on from them. With
+        `prefetch`, each
         group first asks for the same elements of the next row of every contiguous input (one
         row stride on, one request per 64-byte line, rows up to PREFETCH_ROW: `next_row`; a
         prefetch never faults, past the last row included), so the memory streams while the pass
@@ -614,7 +616,8 @@ class CRenderer(CFamily):
         p = plan(self.k)
         st = stash(self.k, p) if self.s.stash else None
         stores = st is None and bool(p.final_elem) and self.streams() and self.k.rank > 1
-        ahead = self.contiguous_inputs([i for rp in p.passes for i in rp.elem]) if self.s.prefetch and stores else []
+        prefetched = self.contiguous_inputs([i for rp in p.passes for i in rp.elem])
+        ahead = prefetched if self.s.prefetch and stores else []
         kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
@@ -650,8 +653,7 @@ class CRenderer(CFamily):
             lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
-        read = self.contiguous_inputs([i for rp in p.passes for i in rp.elem])
-        prelude = self.ahead_rows(read) if any("ap_ahead" in line for line in lines) else []
+        prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
         return self.stream_flag() + prelude + self.parallel(lines)
 
 
