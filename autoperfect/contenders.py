@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from . import backends, bench, dtypes, interp, native, roofline
-from .judge import draw
+from .judge import as_float, draw, storage
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
 
@@ -40,6 +40,8 @@ STEADY = (f"steady: bursts of at least {STEADY_MIN_CALLS} back-to-back calls of 
           f"of the inputs in turn, as many as hold {roofline.BEYOND} times the caches (at most {STEADY_MAX_SETS}; "
           "bench.json's steady.burst and steady.input_sets)")
 SCALES = (64, 16, 4)  # the spec's rows divided by these (and the spec itself): how time grows with size
+IN_CACHE_BURST = 16   # back-to-back calls a sample of the kernels in cache averages ...
+IN_CACHE_ROUNDS = 15  # ... and the samples the median is taken over
 
 
 def inputs_for(spec: OpSpec):
@@ -253,6 +255,8 @@ def measure(payload: dict) -> dict:
     single = timed_with_streams(over(calls, sets[:1]), kernels, read, written, payload["warmup"],
                                 payload["repeats"], seed)
     extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
+    if payload.get("in_cache") and all(hasattr(k, "numpy_call") for k in loaded.values()):
+        extra["in_cache"] = in_cache(spec, loaded, seed)
     if payload.get("steady"):
         burst = count * -(-STEADY_MIN_CALLS // count)
         extra["steady"] = {**timed_with_streams(over(calls, sets), kernels, read, written,
@@ -357,6 +361,61 @@ def scaling(spec: OpSpec, loaded: dict, payload: dict, seed: int) -> list[dict]:
         samples = bench.time_interleaved(calls, payload["warmup"], payload["repeats"], seed)
         rows.append({**row, **{name: bench.summarize(s, seed) for name, s in samples.items()}})
     return rows
+
+
+def in_cache(spec: OpSpec, loaded: dict, seed: int) -> dict:
+    """The chosen kernels' own arithmetic: the op cut to the fewest rows' worth (`in_cache_divisor`)
+    whose traffic fits in half the machine's L2 caches, each kernel called back to back on the same
+    buffers through ctypes (`numpy_call`: no allocation, no dispatch), so that after the first call
+    they read and write the caches and not memory. The median call times the divisor is how long the
+    op at its full size takes with memory out of the way (`seconds`): where that is longer than its
+    traffic takes at the stream bandwidth, no schedule of the same arithmetic reaches the bandwidth.
+    The kernels' outputs at that size are checked against the float64 reference first, as
+    `scaling`'s are. Inputs of a kernel that reads another's output are that node's values, computed
+    in the op's dtypes."""
+    f = front(spec)
+    divisor = in_cache_divisor(spec, ideal_bytes(f), roofline.cache_bytes(level="2"))
+    if divisor is None:
+        return {"skipped": "no L2 size in sysfs, or the rows do not divide to fit half of it"}
+    small = spec.with_shapes(scaled_shapes(spec, divisor))
+    f = front(small)
+    xs, _ = inputs_for(small)
+    native_values = interp.evaluate(f.canonical, xs, "native", keep=True)
+    exact_values = interp.evaluate(f.canonical, xs, "float64", keep=True)
+    calls, buffers = [], []  # the buffers outlive the calls made on them
+    for k in (k for k in f.kernels if k is not None):
+        n = len(k.inputs)
+        ins = [np.ascontiguousarray(storage(np.asarray(native_values[b], np.float64), a.dtype))
+               for b, a in zip(k.binds[:n], k.inputs)]
+        outs = [storage(np.zeros(shape), a.dtype) for shape, a in zip(k.launch.out_shapes, k.outputs)]
+        call = loaded[k.name].numpy_call(ins + outs, k.launch)
+        call()
+        got = [as_float(o, a.dtype) for o, a in zip(outs, k.outputs)]
+        want = [np.asarray(exact_values[b], np.float64).reshape(o.shape) for b, o in zip(k.binds[n:], outs)]
+        if not agrees(got, want):
+            return {"divisor": divisor, "skipped": f"{k.name}'s output disagrees with the reference at this size"}
+        calls.append(call)
+        buffers.append(ins + outs)
+    run = lambda: [c() for c in calls]  # noqa: E731
+    samples = bench.time_interleaved({"kernels": run}, 3, IN_CACHE_ROUNDS, seed, IN_CACHE_BURST)["kernels"]
+    summary = bench.summarize(samples, seed)
+    return {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in small.inputs},
+            "bytes_moved": ideal_bytes(f), "kernel": summary, "seconds": summary["median_s"] * divisor,
+            "burst": IN_CACHE_BURST}
+
+
+def in_cache_divisor(spec: OpSpec, bytes_moved: int, l2_bytes: int | None) -> int | None:
+    """The smallest power of two dividing the spec's rows (`scaled_shapes`) that brings the op's
+    traffic within half of `l2_bytes` (each core's L2 keeps its share of the rows and room to
+    spare), or None where sysfs gives no L2 size or the rows run out first."""
+    if not l2_bytes:
+        return None
+    divisor = 1
+    while bytes_moved > divisor * (l2_bytes // 2):
+        divisor *= 2
+        if scaled_shapes(spec, divisor) is None:
+            return None
+    return divisor
 
 
 def ideal_traffic(f) -> tuple[int, int]:

@@ -309,7 +309,7 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
                 return {"class": cls, "passed": False, "reason": f"run {n + 1} of {runs}: {problem}"}
     except IntegrityError as e:
         return {"class": cls, "passed": False, "reason": str(e)}
-    got_values = [_as_float(g, f.canonical.nodes[o].dtype) for g, o in zip(got, f.canonical.outputs)]
+    got_values = [as_float(g, f.canonical.nodes[o].dtype) for g, o in zip(got, f.canonical.outputs)]
     worst = 0.0
     for j, (g, e) in enumerate(zip(got_values, key.outputs)):
         mismatch, diff = compare(g, e, j)
@@ -336,7 +336,7 @@ def _differs(first: list[np.ndarray], again: list[np.ndarray]) -> str | None:
     return None
 
 
-def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
+def as_float(a: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return a.astype(np.float64)
@@ -431,7 +431,7 @@ def _probe(be, op: Op, dtype: str, schedule, source: str) -> dict:
     build = be.build(source)
     if not build.ok:
         raise RuntimeError(f"the {op.value} probe did not build: {build.log[-500:]}")
-    got = _as_float(guarded_call(be.Kernel(k, build.library), k, [_storage(v, dtype) for v in xs])[0], dtype)
+    got = as_float(guarded_call(be.Kernel(k, build.library), k, [storage(v, dtype) for v in xs])[0], dtype)
     ref = interp.apply(Node(0, op, dtype, (len(x),)), xs, "float64")
     keep = np.isfinite(ref) & (np.abs(ref) <= FMAX[dtype])
     err = ulp_error(got[keep], ref[keep], dtype)
@@ -443,7 +443,7 @@ def _probe(be, op: Op, dtype: str, schedule, source: str) -> dict:
             "points": int(keep.sum()), "domain": [lo, hi], "within_bound": bool(worst <= ULP_BOUND[op])}
 
 
-def _storage(x: np.ndarray, dtype: str) -> np.ndarray:
+def storage(x: np.ndarray, dtype: str) -> np.ndarray:
     """float64 values (already representable) in the bits a kernel reads for `dtype`."""
     if dtype == "bfloat16":
         return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)

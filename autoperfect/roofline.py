@@ -72,11 +72,12 @@ MIN_ELEMENTS = 32 << 20  # 128 MB per array at the least, whatever the caches sa
 SYSFS_CPUS = "/sys/devices/system/cpu"
 
 
-def cache_bytes(root: str = SYSFS_CPUS) -> int | None:
-    """Bytes of data cache on the machine, every level and every instance (each shared cache counted
-    once, by the CPUs that share it): the most a working set can hide in. From Linux's sysfs; None
-    where it says nothing. A VM on a large server reports the host's last level (480 MB of L3 here,
-    on 2 vCPUs), more than the 128 and 256 MB arrays this measured over before."""
+def cache_bytes(root: str = SYSFS_CPUS, level: str | None = None) -> int | None:
+    """Bytes of data cache on the machine, every level (or only `level`, e.g. "2") and every
+    instance (each shared cache counted once, by the CPUs that share it): the most a working set can
+    hide in. From Linux's sysfs; None where it says nothing. A VM on a large server reports the
+    host's last level (480 MB of L3 here, on 2 vCPUs), more than the 128 and 256 MB arrays this
+    measured over before."""
     seen: dict[tuple[str, str], int] = {}
     for cpu in sorted(os.listdir(root)) if os.path.isdir(root) else ():
         caches = os.path.join(root, cpu, "cache")
@@ -91,7 +92,7 @@ def cache_bytes(root: str = SYSFS_CPUS) -> int | None:
                 except OSError:
                     break
             else:
-                if fields["type"] in ("Data", "Unified"):
+                if fields["type"] in ("Data", "Unified") and level in (None, fields["level"]):
                     seen[(fields["level"], fields["shared_cpu_list"])] = _size(fields["size"])
     return sum(seen.values()) or None
 

@@ -167,7 +167,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
                "warmup": settings["warmup"], "repeats": settings["repeats"]}
     timeout = settings.get("timeout_s", 900)
     warm = bench.run_condition("warm", "autoperfect.contenders:measure",
-                               {**payload, "scaling": True, "steady": True}, timeout)
+                               {**payload, "scaling": True, "steady": True, "in_cache": True}, timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     ceiling = artifacts.read_json(roofline_path)
     limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling,
@@ -179,7 +179,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
                                         "bytes_moved", "bytes_read", "machine", "condition", "dispatch", "compile_s", "scaling",
-                                        "stream_in_rounds")
+                                        "stream_in_rounds", "in_cache")
                    if k in warm},
         **_shares(warm["bytes_moved"], warm, ceiling, limit),
         "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},

@@ -294,3 +294,71 @@ def test_mlx_ones_are_a_view_of_an_mlx_buffer():
     gc.collect()
     assert isinstance(view.base.obj, mx.array) and view.dtype == np.float32
     assert view.shape == (1000,) and np.all(view == 1.0)
+
+
+def test_in_cache_takes_the_fewest_rows_whose_traffic_fits_half_the_l2():
+    """rmsnorm 4096x1024 moves 32 MB and a little: over 2 MB of it per 4 MB of L2 needs 32 parts,
+    not 16; no L2 size, or rows that run out before the traffic fits, give none."""
+    from autoperfect import contenders
+    from autoperfect.spec import parse_op
+
+    from op_table import config_specs
+
+    spec = config_specs()["rmsnorm"]
+    moved = 2 * 4096 * 1024 * 4 + 1024 * 4
+    assert contenders.in_cache_divisor(spec, moved, 4 << 20) == 32
+    assert contenders.in_cache_divisor(spec, 2 << 20, 4 << 20) == 1  # already fits
+    assert contenders.in_cache_divisor(spec, moved, None) is None
+    odd = parse_op("odd", {"fn": "def odd(x):\n    return x * 2\n",
+                           "inputs": {"x": {"shape": [4095, 1024], "dtype": "float32"}}})
+    assert contenders.in_cache_divisor(odd, 2 * 4095 * 1024 * 4, 4 << 20) is None
+
+
+@pytest.fixture(scope="module")
+def cpu_build(tmp_path_factory):
+    root = tmp_path_factory.mktemp("in-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOPERFECT_CACHE", str(root))
+        yield root / "build"
+
+
+def _loaded(spec, source_of, where):
+    from autoperfect import backends
+    from autoperfect.pipeline import front
+
+    be = backends.get("cpu")
+    loaded = {}
+    for k in (k for k in front(spec).kernels if k is not None):
+        b = be.build(source_of(be, k), where)
+        assert b.ok, b.log
+        loaded[k.name] = be.Kernel(k, b.library)
+    return loaded
+
+
+def test_in_cache_times_the_kernels_alone_and_scales_them_to_the_op(cpu_build, monkeypatch):
+    """softmax 64x1000 cut to 8 rows (an L2 of 64 KB): the kernel's median call over 8 rows, times
+    8, is the op's time in cache; the cut op's traffic is an eighth of the whole's."""
+    from autoperfect import contenders, roofline
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                                "inputs": {"x": {"shape": [64, 1000], "dtype": "float32"}}})
+    monkeypatch.setattr(roofline, "cache_bytes", lambda level=None: 64 << 10)
+    got = contenders.in_cache(spec, _loaded(spec, lambda be, k: be.render(k), cpu_build), seed=7)
+    assert got["divisor"] == 16 and got["shapes"] == {"x": [4, 1000]}
+    assert got["bytes_moved"] == 2 * 4 * 1000 * 4
+    assert got["kernel"]["samples"] == contenders.IN_CACHE_ROUNDS
+    assert got["seconds"] == pytest.approx(got["kernel"]["median_s"] * 16) and got["seconds"] > 0
+
+
+def test_in_cache_refuses_to_time_a_kernel_that_computes_something_else(cpu_build, monkeypatch):
+    """A kernel whose output at the cut size is wrong (here: every exp made 1) is not timed."""
+    from autoperfect import contenders, roofline
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                                "inputs": {"x": {"shape": [64, 1000], "dtype": "float32"}}})
+    monkeypatch.setattr(roofline, "cache_bytes", lambda level=None: 64 << 10)
+    wrong = _loaded(spec, lambda be, k: be.render(k).replace("expf(", "1.0f + 0.0f * ("), cpu_build)
+    got = contenders.in_cache(spec, wrong, seed=7)
+    assert "disagrees with the reference" in got["skipped"] and "seconds" not in got

@@ -227,3 +227,29 @@ def test_the_roofline_line_gives_the_median_moments_stream_bandwidth_beside_the_
     (results / "roofline.json").write_text(json.dumps({**data, "copy_nt_gbps": 74.4, "triad_nt_gbps": 66.4,
                                                        "bandwidth_gbps": 74.4, "median_bandwidth_gbps": 44.1}))
     assert "the stream bandwidth is the best, 74.4 GB/s; at the median of their samples 44.1)" in _build(results)
+
+
+def test_the_goals_section_names_ops_their_own_arithmetic_holds_below_the_bar(results):
+    """bench.json's in_cache.seconds (the kernels alone, in cache, scaled to the op) beside the op's
+    traffic at the stream bandwidth: chain's 268 MB take 5.6 ms at 47.9 GB/s and 7.0 ms at 80% of
+    it, so 4 ms of arithmetic leaves the bar within reach and 8 ms does not; a file without the
+    measurement shows none."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    assert "the bar): none measured" in section
+    data["in_cache"] = {"divisor": 128, "seconds": 0.004}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    assert f"| 4, {0.004 * 47.9e9 / (4 * 4 * (1 << 24)):.2f}x |" in row
+    assert "the bar): none\n" in section
+    data["in_cache"]["seconds"] = 0.008
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    assert "the bar): chain (8 ms against 7.01 ms)" in section
+    data["in_cache"] = {"skipped": "no L2 size in sysfs"}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    assert "| – | 2.47x" in row and "the bar): none measured" in section

@@ -169,6 +169,8 @@ def test_cache_bytes_counts_each_data_cache_once_by_the_cpus_sharing_it(tmp_path
     (tmp_path / "cpufreq").mkdir()  # not a cpu
     assert roofline.cache_bytes(str(tmp_path)) == 2 * (48 << 10) + 2 * (2 << 20) + (480 << 20)
     assert roofline.cache_bytes(str(tmp_path / "missing")) is None
+    assert roofline.cache_bytes(str(tmp_path), level="2") == 2 * (2 << 20)  # one level: both L2s
+    assert roofline.cache_bytes(str(tmp_path), level="4") is None
 
 
 def test_stream_arrays_are_sized_beyond_the_caches_within_the_free_memory():

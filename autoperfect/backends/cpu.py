@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -262,11 +262,17 @@ class Kernel:
 
     def run_numpy(self, buffers: Sequence[np.ndarray], launch: Launch) -> None:
         """Run on numpy buffers (inputs then outputs), e.g. poisoned outputs in the judge."""
+        self.numpy_call(buffers, launch)()
+
+    def numpy_call(self, buffers: Sequence[np.ndarray], launch: Launch) -> Callable[[], None]:
+        """The call on numpy buffers (inputs then outputs) with its arguments converted once: a call
+        then costs the C function and ctypes' own step, as in a loop timing the kernel alone. The
+        buffers must outlive it."""
         ptrs = (ctypes.c_void_p * len(buffers))(*[b.ctypes.data for b in buffers])
         dims = (ctypes.c_int64 * len(launch.dims))(*launch.dims)
         flat = self.flat_strides(launch)
         strides = (ctypes.c_int64 * len(flat))(*flat)
-        self.fn(ptrs, dims, strides)
+        return partial(self.fn, ptrs, dims, strides)
 
     @staticmethod
     def flat_strides(launch: Launch) -> list[int]:
