@@ -255,8 +255,6 @@ def measure(payload: dict) -> dict:
     single = timed_with_streams(over(calls, sets[:1]), kernels, read, written, payload["warmup"],
                                 payload["repeats"], seed)
     extra = {"scaling": scaling(spec, loaded, payload, seed)} if payload.get("scaling") else {}
-    if payload.get("in_cache") and all(hasattr(k, "numpy_call") for k in loaded.values()):
-        extra["in_cache"] = in_cache(spec, loaded, seed)
     if payload.get("steady"):
         burst = count * -(-STEADY_MIN_CALLS // count)
         extra["steady"] = {**timed_with_streams(over(calls, sets), kernels, read, written,
@@ -361,6 +359,23 @@ def scaling(spec: OpSpec, loaded: dict, payload: dict, seed: int) -> list[dict]:
         samples = bench.time_interleaved(calls, payload["warmup"], payload["repeats"], seed)
         rows.append({**row, **{name: bench.summarize(s, seed) for name, s in samples.items()}})
     return rows
+
+
+def measure_in_cache(payload: dict) -> dict:
+    """Child entry point: payload has spec, backend and chosen {kernel: library}. `in_cache` in a
+    process of its own, where the calling thread is the only one that has started OpenMP teams:
+    once a second thread has (MLX's stream thread running the native op, torch's intra-op pool,
+    which loads the same libgomp.so.1), libgomp counts more threads than cores and cuts every
+    waiting thread's spin to 100 turns, so each parallel region starts by waking a sleeping thread
+    (an empty region: 0.5 us alone, 40-50 us with a second team, `docs/experiments/2026-12-04b-cpu/
+    wake_teams.c`); in the benchmark's child the in-cache calls took 15x as long for it. Returns
+    {"in_cache": ...}, or nothing for a backend whose kernels have no ctypes call."""
+    spec = OpSpec.from_json(payload["spec"])
+    be = backends.get(payload["backend"])
+    loaded = {k.name: be.Kernel(k, payload["chosen"][k.name]) for k in front(spec).kernels if k is not None}
+    if not all(hasattr(k, "numpy_call") for k in loaded.values()):
+        return {}
+    return {"in_cache": in_cache(spec, loaded, seed_for(spec.name, "bench-order"))}
 
 
 def in_cache(spec: OpSpec, loaded: dict, seed: int) -> dict:

@@ -362,3 +362,25 @@ def test_in_cache_refuses_to_time_a_kernel_that_computes_something_else(cpu_buil
     wrong = _loaded(spec, lambda be, k: be.render(k).replace("expf(", "1.0f + 0.0f * ("), cpu_build)
     got = contenders.in_cache(spec, wrong, seed=7)
     assert "disagrees with the reference" in got["skipped"] and "seconds" not in got
+
+
+def test_in_cache_runs_in_a_child_of_its_own_on_the_chosen_libraries(cpu_build, monkeypatch):
+    """The bench stage's third child: the chosen library per kernel in, the in-cache record out,
+    measured where no other thread has started an OpenMP team (contenders.measure_in_cache)."""
+    from autoperfect import backends
+    from autoperfect.pipeline import front
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                                "inputs": {"x": {"shape": [64, 1000], "dtype": "float32"}}})
+    be = backends.get("cpu")
+    chosen = {}
+    for k in (k for k in front(spec).kernels if k is not None):
+        b = be.build(be.render(k), cpu_build)
+        assert b.ok, b.log
+        chosen[k.name] = b.library
+    got = bench.run_condition("warm", "autoperfect.contenders:measure_in_cache",
+                              {"spec": spec.to_json(), "backend": "cpu", "chosen": chosen}, 300)
+    record = got["in_cache"]
+    assert record["shapes"]["x"][1] == 1000 and record["seconds"] > 0
+    assert record["seconds"] == pytest.approx(record["kernel"]["median_s"] * record["divisor"])
