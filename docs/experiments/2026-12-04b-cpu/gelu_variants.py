@@ -40,7 +40,7 @@ streamed = ("    float *restrict o = out1 + r * N;\n"
 nt = src[:loop_start] + streamed + src[loop_end:]
 nt = nt.replace("#include <math.h>\n", "#include <math.h>\n#include <immintrin.h>\n", 1)
 nt = nt.replace("  const int64_t nb =", "  const int ap_stream = R * N * 4 >= 16777216;\n  const int64_t nb =", 1)
-head, tail = nt.split("  #pragma omp parallel for schedule(static)", 1)
+head, tail = nt.split("  #pragma omp parallel for schedule(static) if(R * N >= 32768)", 1)
 end = tail.rindex("  }\n}")
 nt = head + "  #pragma omp parallel if(R * N >= 32768)\n  {\n  #pragma omp for schedule(static)" + tail[:end] \
     + "  }\n  if (ap_stream) _mm_sfence();\n  }\n}\n"
