@@ -372,13 +372,14 @@ def measure_in_cache(payload: dict) -> dict:
     {"in_cache": ...}, or nothing for a backend whose kernels have no ctypes call."""
     spec = OpSpec.from_json(payload["spec"])
     be = backends.get(payload["backend"])
-    loaded = {k.name: be.Kernel(k, payload["chosen"][k.name]) for k in front(spec).kernels if k is not None}
+    f = front(spec)
+    loaded = {k.name: be.Kernel(k, payload["chosen"][k.name]) for k in f.kernels if k is not None}
     if not all(hasattr(k, "numpy_call") for k in loaded.values()):
         return {}
-    return {"in_cache": in_cache(spec, loaded, seed_for(spec.name, "bench-order"))}
+    return {"in_cache": in_cache(spec, f, loaded, seed_for(spec.name, "bench-order"))}
 
 
-def in_cache(spec: OpSpec, loaded: dict, seed: int) -> dict:
+def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
     """The chosen kernels' own arithmetic: the op cut to the fewest rows' worth (`in_cache_divisor`)
     whose traffic fits in half the machine's L2 caches, each kernel called back to back on the same
     buffers through ctypes (`numpy_call`: no allocation, no dispatch), so that after the first call
@@ -388,8 +389,7 @@ def in_cache(spec: OpSpec, loaded: dict, seed: int) -> dict:
     meet their memory.
     The kernels' outputs at that size are checked against the float64 reference first, as
     `scaling`'s are. Inputs of a kernel that reads another's output are that node's values, computed
-    in the op's dtypes."""
-    f = front(spec)
+    in the op's dtypes. `f` is the spec's front."""
     divisor = in_cache_divisor(spec, ideal_bytes(f), roofline.cache_bytes(level="2"))
     if divisor is None:
         return {"skipped": "no L2 size in sysfs, or the rows do not divide to fit half of it"}

@@ -378,16 +378,12 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
                 continue
             stream = roofline.fraction(s.bytes_moved, s.kernel["median_s"], ceiling)
             then = s.gbps / s.rounds_stream_gbps if s.rounds_stream_gbps else None
+            mix_then = s.gbps / s.stream_gbps if s.stream_gbps else None
             if memory_bound and s.bytes_moved >= GOAL_MEMORY_BYTES:
-                if stream < GOAL_STREAM_SHARE:
-                    short[state].append(f"{row.op} ({100 * stream:.0f}%)")
-                if then is None or then < GOAL_STREAM_SHARE:
-                    short_then[state].append(f"{row.op} ({NONE if then is None else f'{100 * then:.0f}%'})")
-                mix_then = s.gbps / s.stream_gbps if s.stream_gbps else None
-                if mix_then is None or mix_then < GOAL_STREAM_SHARE:
-                    short_mix[state].append(f"{row.op} ({NONE if mix_then is None else f'{100 * mix_then:.0f}%'})")
-            cells[state] = (f"{100 * stream:.0f}%",
-                            f"{100 * s.gbps / s.stream_gbps:.0f}%" if s.stream_gbps else NONE)
+                for missed, share in ((short, stream), (short_then, then), (short_mix, mix_then)):
+                    if share is None or share < GOAL_STREAM_SHARE:  # none recorded: no verdict of met
+                        missed[state].append(f"{row.op} ({_percent(share)})")
+            cells[state] = (_percent(stream), _percent(mix_then))
         for name in MUST_BEAT + ("torch_compile",):
             s = t.speedup.get(name)
             if s and s["median"] < 1:
@@ -426,6 +422,10 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + ("met" if geomean >= GOAL_OVER_TORCH_COMPILE else "not met"))
               + _steady_geomean([row.timings.get("steady") for row, _ in timed]), ""]
     return lines
+
+
+def _percent(share: float | None) -> str:
+    return NONE if share is None else f"{100 * share:.0f}%"
 
 
 def _short_of(missed: list[str], sep: str = ", ") -> str:

@@ -339,12 +339,13 @@ def test_in_cache_times_the_kernels_alone_and_scales_them_to_the_op(cpu_build, m
     """softmax 64x1000 cut to 8 rows (an L2 of 64 KB): the kernel's median call over 8 rows, times
     8, is the op's time in cache; the cut op's traffic is an eighth of the whole's."""
     from autoperfect import contenders, roofline
+    from autoperfect.pipeline import front
     from autoperfect.spec import parse_op
 
     spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
                                 "inputs": {"x": {"shape": [64, 1000], "dtype": "float32"}}})
     monkeypatch.setattr(roofline, "cache_bytes", lambda level=None: 64 << 10)
-    got = contenders.in_cache(spec, _loaded(spec, lambda be, k: be.render(k), cpu_build), seed=7)
+    got = contenders.in_cache(spec, front(spec), _loaded(spec, lambda be, k: be.render(k), cpu_build), seed=7)
     assert got["divisor"] == 16 and got["shapes"] == {"x": [4, 1000]}
     assert got["bytes_moved"] == 2 * 4 * 1000 * 4
     assert got["kernel"]["samples"] == contenders.IN_CACHE_ROUNDS
@@ -354,13 +355,14 @@ def test_in_cache_times_the_kernels_alone_and_scales_them_to_the_op(cpu_build, m
 def test_in_cache_refuses_to_time_a_kernel_that_computes_something_else(cpu_build, monkeypatch):
     """A kernel whose output at the cut size is wrong (here: every exp made 1) is not timed."""
     from autoperfect import contenders, roofline
+    from autoperfect.pipeline import front
     from autoperfect.spec import parse_op
 
     spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
                                 "inputs": {"x": {"shape": [64, 1000], "dtype": "float32"}}})
     monkeypatch.setattr(roofline, "cache_bytes", lambda level=None: 64 << 10)
     wrong = _loaded(spec, lambda be, k: be.render(k).replace("expf(", "1.0f + 0.0f * ("), cpu_build)
-    got = contenders.in_cache(spec, wrong, seed=7)
+    got = contenders.in_cache(spec, front(spec), wrong, seed=7)
     assert "disagrees with the reference" in got["skipped"] and "seconds" not in got
 
 
