@@ -495,3 +495,36 @@ def test_the_shifted_variant_passes_the_judge(tmp_path, monkeypatch):
     for name in ("rows_shifted_v16", "rows_shifted_v16_fma"):
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule_named(k, name), tmp_path)}, Settings(), None)
         assert verdict["passed"], (name, verdict["reason"])
+
+
+SIGMOID_TWO_EXPS = "({0} >= 0.0f ? 1.0f / (1.0f + expf(-{0})) : expf({0}) / (1.0f + expf({0})))"
+
+
+def test_sigmoid_computes_one_exp_and_the_bits_of_two(tmp_path, monkeypatch):
+    """The sigmoid template's two sides share one exp (of -|x|) and one division, so a vectorized
+    loop, which evaluates both sides, pays one of each; its results are those of the two-expression
+    form (1/(1+exp(-x)) at or above zero, exp(x)/(1+exp(x)) below) bit for bit, under every schedule
+    the probe kernel gets, over a stride through every float32 and the edges (0, denormals, the
+    underflow and overflow of exp, infinities, NaN)."""
+    from autoperfect.judge import probe_kernel
+    from autoperfect.ops import Op
+
+    template = cfamily.UNARY[Op.SIGMOID]
+    assert template.count("expf(") == 2 and template.count("expf(-fabsf({0}))") == 2
+    assert template.count(" / ") == 1
+    edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-38, -1e-38, 88.72, -88.72, 103.97, -103.97, 104.0,
+                      -104.0, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan], np.float32)
+    stride = np.arange(0, 1 << 32, 65537, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([edges, stride])
+    k = probe_kernel(Op.SIGMOID, "float32", x.size)
+    for schedule in cpu.schedules_for(k):
+        got = {}
+        for name, t in (("one", template), ("two", SIGMOID_TWO_EXPS)):
+            monkeypatch.setitem(cfamily.UNARY, Op.SIGMOID, t)
+            kernel = cpu.Kernel(k, library(k, schedule, tmp_path), "ctypes")
+            out = np.zeros_like(x)
+            kernel.run_numpy([x, out], k.launch)
+            got[name] = out
+        nan = np.isnan(got["one"])
+        assert np.array_equal(nan, np.isnan(got["two"])), schedule.name
+        assert np.array_equal(got["one"][~nan].view(np.uint32), got["two"][~nan].view(np.uint32)), schedule.name
