@@ -380,13 +380,14 @@ def measure_in_cache(payload: dict) -> dict:
 
 
 def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
-    """The chosen kernels' own arithmetic: the op cut to the fewest rows' worth (`in_cache_divisor`)
-    whose traffic fits in half the machine's L2 caches, each kernel called back to back on the same
-    buffers through ctypes (`numpy_call`: no allocation, no dispatch), so that after the first call
-    they read and write the caches and not memory. The median call times the divisor is how long the
-    op at its full size takes with memory out of the way (`seconds`): where that is longer than its
-    traffic takes at the stream bandwidth, these kernels cannot reach that bandwidth however they
-    meet their memory.
+    """The chosen kernels with memory out of the way: the op cut to the fewest rows' worth
+    (`in_cache_divisor`) whose traffic fits in half the machine's L2 caches, each kernel called back
+    to back on the same buffers through ctypes (`numpy_call`: no allocation, no dispatch), so that
+    after the first call they read and write the caches and not memory (their arithmetic and their
+    traffic between L1 and L2: for light row kernels mostly the second). The median call times the
+    divisor is how long the op at its full size takes with memory out of the way (`seconds`): where
+    that is longer than its traffic takes at the stream bandwidth, these kernels cannot reach that
+    bandwidth however they meet their memory.
     The kernels' outputs at that size are checked against the float64 reference first, as
     `scaling`'s are. Inputs of a kernel that reads another's output are that node's values, computed
     in the op's dtypes. `f` is the spec's front."""

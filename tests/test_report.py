@@ -235,10 +235,10 @@ def test_the_roofline_line_gives_the_median_moments_stream_bandwidth_beside_the_
     assert "the stream bandwidth is the best, 74.4 GB/s; at the median of their samples 44.1)" in _build(results)
 
 
-def test_the_goals_section_names_ops_their_own_arithmetic_holds_below_the_bar(results):
+def test_the_goals_section_names_ops_their_time_in_cache_holds_below_the_bar(results):
     """bench.json's in_cache.seconds (the kernels alone, in cache, scaled to the op) beside the op's
     traffic at the stream bandwidth: chain's 268 MB take 5.6 ms at 47.9 GB/s and 7.0 ms at 80% of
-    it, so 4 ms of arithmetic leaves the bar within reach and 8 ms does not; a file without the
+    it, so 4 ms in cache leaves the bar within reach and 8 ms does not; a file without the
     measurement shows none."""
     data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
     data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
