@@ -384,18 +384,64 @@ def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
     (`in_cache_divisor`) whose traffic fits in half the machine's L2 caches, each kernel called back
     to back on the same buffers through ctypes (`numpy_call`: no allocation, no dispatch), so that
     after the first call they read and write the caches and not memory (their arithmetic and their
-    traffic between L1 and L2: for light row kernels mostly the second). The median call times the
-    divisor is how long the op at its full size takes with memory out of the way (`seconds`): where
-    that is longer than its traffic takes at the stream bandwidth, these kernels cannot reach that
-    bandwidth however they meet their memory.
-    The kernels' outputs at that size are checked against the float64 reference first, as
+    traffic between L1 and L2: for light row kernels mostly the second). How long the op at its
+    full size takes so (`seconds`): where that is longer than its traffic takes at the stream
+    bandwidth, these kernels cannot reach that bandwidth however they meet their memory.
+    A call also pays a fixed cost (ctypes, waking the OpenMP team and waiting for it) that the op
+    at its full size pays once and the median call times the divisor (`calls_s`) would pay once per
+    cut: 2-4 us of an 11 us call of RMSNorm's kernel over 128 rows here
+    (`docs/experiments/2026-12-04c-cpu/in_l2.py`). So where half the cut still runs on every thread,
+    it is timed in the same rounds and only what the rows add counts (`rows_time`); else `calls_s`.
+    The kernels' outputs at each size are checked against the float64 reference first, as
     `scaling`'s are. Inputs of a kernel that reads another's output are that node's values, computed
     in the op's dtypes. `f` is the spec's front."""
     divisor = in_cache_divisor(spec, ideal_bytes(f), roofline.cache_bytes(level="2"))
     if divisor is None:
         return {"skipped": "no L2 size in sysfs, or the rows do not divide to fit half of it"}
-    small = spec.with_shapes(scaled_shapes(spec, divisor))
-    f = front(small)
+    cuts = [divisor] + ([2 * divisor] if _runs_threaded(spec, 2 * divisor) else [])
+    runs, smalls, fronts = {}, {}, {}
+    for d in cuts:
+        smalls[d] = spec.with_shapes(scaled_shapes(spec, d))
+        fronts[d] = front(smalls[d])
+        run = _kernels_run(smalls[d], fronts[d], loaded)
+        if isinstance(run, str):
+            return {"divisor": d, "skipped": f"{run}'s output disagrees with the reference at this size"}
+        runs[d] = run
+    samples = bench.time_interleaved({str(d): run for d, run in runs.items()}, 3, IN_CACHE_ROUNDS, seed,
+                                     IN_CACHE_BURST)
+    summary = bench.summarize(samples[str(divisor)], seed)
+    record = {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in smalls[divisor].inputs},
+              "bytes_moved": ideal_bytes(fronts[divisor]), "kernel": summary, "burst": IN_CACHE_BURST,
+              "calls_s": summary["median_s"] * divisor}
+    if len(cuts) == 1:
+        return {**record, "seconds": record["calls_s"]}
+    half = bench.summarize(samples[str(2 * divisor)], seed)
+    seconds, per_call = rows_time(summary["median_s"], half["median_s"], divisor)
+    return {**record, "half": {"divisor": 2 * divisor, "kernel": half}, "per_call_s": per_call,
+            "seconds": record["calls_s"] if seconds is None else seconds}
+
+
+def rows_time(cut_s: float, half_s: float, divisor: int) -> tuple[float | None, float]:
+    """From a call over the cut's rows (`cut_s`, the op's rows over `divisor`) and one over half of
+    them (`half_s`), with time = fixed + per row * rows: the op's rows' time (per row * all rows) and
+    the fixed cost of a call. None for the rows' time where the half was not faster (the noise's)."""
+    rows = cut_s - half_s  # half the cut's rows
+    return (2 * divisor * rows if rows > 0 else None), 2 * half_s - cut_s
+
+
+def _runs_threaded(spec: OpSpec, divisor: int) -> bool:
+    """Whether the op cut by `divisor` exists and its rows still reach the kernels' threading
+    threshold (cfamily.PARALLEL_MIN elements), so that it runs on every thread as the cut does."""
+    from .backends.cfamily import PARALLEL_MIN
+
+    shapes = scaled_shapes(spec, divisor)
+    return shapes is not None and max(math.prod(s) for s in shapes.values()) >= PARALLEL_MIN
+
+
+def _kernels_run(small: OpSpec, f, loaded: dict) -> Callable[[], None] | str:
+    """One call of each of the front's kernels (`loaded`) through ctypes on buffers of their own,
+    after checking each one's output against the float64 reference; a failing kernel's name
+    instead."""
     xs, _ = inputs_for(small)
     native_values = interp.evaluate(f.canonical, xs, "native", keep=True)
     exact_values = interp.evaluate(f.canonical, xs, "float64", keep=True)
@@ -410,17 +456,14 @@ def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
         got = [as_float(o, a.dtype) for o, a in zip(outs, k.outputs)]
         want = [np.asarray(exact_values[b], np.float64).reshape(o.shape) for b, o in zip(k.binds[n:], outs)]
         if not agrees(got, want):
-            return {"divisor": divisor, "skipped": f"{k.name}'s output disagrees with the reference at this size"}
+            return k.name
         calls.append(call)
         buffers.append(ins + outs)
-    def run() -> None:
+
+    def run(buffers=buffers) -> None:
         for call in calls:
             call()
-    samples = bench.time_interleaved({"kernels": run}, 3, IN_CACHE_ROUNDS, seed, IN_CACHE_BURST)["kernels"]
-    summary = bench.summarize(samples, seed)
-    return {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in small.inputs},
-            "bytes_moved": ideal_bytes(f), "kernel": summary, "seconds": summary["median_s"] * divisor,
-            "burst": IN_CACHE_BURST}
+    return run
 
 
 def in_cache_divisor(spec: OpSpec, bytes_moved: int, l2_bytes: int | None) -> int | None:

@@ -350,6 +350,46 @@ def test_in_cache_times_the_kernels_alone_and_scales_them_to_the_op(cpu_build, m
     assert got["bytes_moved"] == 2 * 4 * 1000 * 4
     assert got["kernel"]["samples"] == contenders.IN_CACHE_ROUNDS
     assert got["seconds"] == pytest.approx(got["kernel"]["median_s"] * 16) and got["seconds"] > 0
+    assert "half" not in got  # 2 rows of 1000 run on one thread: no fixed cost to take out
+
+
+def test_in_cache_takes_out_the_fixed_cost_of_a_call_with_half_the_cut(cpu_build, monkeypatch):
+    """softmax 256x1024 cut to 64 rows (an L2 of 1 MB): half of them (32 rows, 32768 elements) still
+    run on every thread, so both are timed in the same rounds and the op's time in cache is what
+    the rows add, 2 * 4 * (the cut's median - the half's), not the cut's median call times 4."""
+    from autoperfect import contenders, roofline
+    from autoperfect.pipeline import front
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                                "inputs": {"x": {"shape": [256, 1024], "dtype": "float32"}}})
+    monkeypatch.setattr(roofline, "cache_bytes", lambda level=None: 1 << 20)
+    got = contenders.in_cache(spec, front(spec), _loaded(spec, lambda be, k: be.render(k), cpu_build), seed=7)
+    assert got["divisor"] == 4 and got["shapes"] == {"x": [64, 1024]} and got["half"]["divisor"] == 8
+    cut, half = got["kernel"]["median_s"], got["half"]["kernel"]["median_s"]
+    assert got["calls_s"] == pytest.approx(cut * 4)
+    assert got["per_call_s"] == pytest.approx(2 * half - cut)
+    assert got["seconds"] == pytest.approx(8 * (cut - half) if cut > half else cut * 4)
+
+
+def test_rows_time_is_the_slope_of_two_cuts():
+    """time = fixed + per row * rows: 11.42 us over a cut of the op's rows over 32 and 7.69 us over
+    half of it give 3.73 us per half cut, 2 * 32 * 3.73 us for the op, and 3.96 us a call; a half
+    no faster than the whole gives no rows' time."""
+    from autoperfect.contenders import rows_time
+
+    seconds, fixed = rows_time(11.42e-6, 7.69e-6, 32)
+    assert seconds == pytest.approx(2 * 32 * 3.73e-6) and fixed == pytest.approx(3.96e-6)
+    assert rows_time(5e-6, 5.5e-6, 8) == (None, pytest.approx(6e-6))
+
+
+def test_half_a_cut_counts_only_where_it_still_runs_on_every_thread():
+    from autoperfect.contenders import _runs_threaded
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
+                                "inputs": {"x": {"shape": [256, 1024], "dtype": "float32"}}})
+    assert _runs_threaded(spec, 8) and not _runs_threaded(spec, 16) and not _runs_threaded(spec, 512)
 
 
 def test_in_cache_refuses_to_time_a_kernel_that_computes_something_else(cpu_build, monkeypatch):
