@@ -6,7 +6,9 @@ Run once per op, under the benchmark's warm condition: on 2026-12-04 (the EPYC) 
 0.362 ms (1.50 us a call), layernorm 0.639 -> 0.476 (2.56), mean_var 0.490 -> 0.442 (1.50),
 add_rmsnorm 0.895 -> 0.774 (1.89), softmax 1.756 -> 1.415 (10.64), gelu_tanh 1.582 -> 1.423 (4.98),
 chain 3.171 -> 2.596 (2.25)."""
-import glob, json, sys, yaml
+import glob, json, os, sys
+
+import yaml
 from autoperfect import backends, contenders
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op, seed_for
@@ -14,6 +16,7 @@ op = sys.argv[1]
 spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
 be = backends.get("cpu")
 b = json.load(open(f"results/{op}/cpu/bench.json"))
+os.makedirs("/tmp/in_cache_split", exist_ok=True)
 loaded = {}
 for k in (k for k in front(spec).kernels if k is not None):
     chosen = b["variants"][k.name]["chosen"]
