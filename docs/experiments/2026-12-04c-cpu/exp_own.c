@@ -47,23 +47,6 @@ static inline __m512 exp16(__m512 x) {
 }
 
 static inline float f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-#pragma omp declare simd notinbranch simdlen(16)
-float exp_clone(float x) {
-  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float n = __builtin_rintf(c * LOG2E);
-  float r = __builtin_fmaf(-n, LN2_HI, c);
-  r = __builtin_fmaf(-n, LN2_LO, r);
-  float p = C6;
-  p = __builtin_fmaf(p, r, C5);
-  p = __builtin_fmaf(p, r, C4);
-  p = __builtin_fmaf(p, r, C3);
-  p = __builtin_fmaf(p, r, C2);
-  p = __builtin_fmaf(p, r, 1.0f);
-  p = __builtin_fmaf(p, r, 1.0f);
-  const int32_t k = n == n ? (int32_t)n : 0, h = k >> 1;
-  return p * f32((uint32_t)(h + 127) << 23) * f32((uint32_t)(k - h + 127) << 23);
-}
-
 static inline float exp_inlined(float x) {
   const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = __builtin_rintf(c * LOG2E);
@@ -79,6 +62,9 @@ static inline float exp_inlined(float x) {
   const int32_t k = n == n ? (int32_t)n : 0, h = k >> 1;
   return p * f32((uint32_t)(h + 127) << 23) * f32((uint32_t)(k - h + 127) << 23);
 }
+
+#pragma omp declare simd notinbranch simdlen(16)
+float exp_clone(float x) { return exp_inlined(x); }
 
 void libmvec(const float *restrict x, float *restrict y, int n) {
   #pragma omp simd simdlen(16)
