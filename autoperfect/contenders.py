@@ -460,7 +460,7 @@ def _kernels_run(small: OpSpec, f, loaded: dict) -> Callable[[], None] | str:
         calls.append(call)
         buffers.append(ins + outs)
 
-    def run(buffers=buffers) -> None:
+    def run(buffers=buffers) -> None:  # holds the buffers the calls point into
         for call in calls:
             call()
     return run
