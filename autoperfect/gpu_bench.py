@@ -118,24 +118,22 @@ def validate_op(spec: OpSpec, where: Path, judge: dict, jobs: int = 3) -> None:
 # -- the benchmark ---------------------------------------------------------------------------------
 
 
-def _torch_calls(f, xs, checks: dict, ref: list[np.ndarray]) -> tuple[dict, dict]:
-    """torch eager and torch.compile on the GPU, each synchronized, checked against `ref`."""
+def _torch_calls(f, xs, checks: dict, ref: list[np.ndarray]) -> tuple[dict, dict, dict]:
+    """torch eager and torch.compile on the GPU (contenders.torch_calls on the inputs moved there:
+    checked against `ref`, an op torch lacks or a failed compile left out), each call synchronized,
+    and PIPELINE calls queued to one synchronization; none where torch is not installed."""
+    if not contenders.has_torch():
+        return {}, {}, {}
     import torch
 
     from . import torch_baseline
 
     inputs = [t.cuda() for t in torch_baseline.tensors(xs, f.traced)]
-    eager = torch_baseline.translate(f.traced)
-    compiled, compile_s = torch_baseline.compiled(f.traced, inputs)
-    calls, queued = {}, {}
-    for name, fn in (("torch_eager", eager), ("torch_compile", compiled)):
-        out = fn(*inputs)
-        outs = out if isinstance(out, tuple) else (out,)
-        checks[name] = contenders.agrees(torch_baseline.to_numpy(tuple(o.cpu() for o in outs)), ref)
-        if checks[name]:
-            calls[name] = lambda fn=fn: (fn(*inputs), torch.cuda.synchronize())
-            queued[name] = lambda fn=fn: ([fn(*inputs) for _ in range(PIPELINE)], torch.cuda.synchronize())
-    return calls, queued, {"torch_compile": compile_s}
+    fns, compile_s = contenders.torch_calls(f, inputs, ref, checks)
+    calls = {name: lambda fn=fn: (fn(*inputs), torch.cuda.synchronize()) for name, fn in fns.items()}
+    queued = {name: lambda fn=fn: ([fn(*inputs) for _ in range(PIPELINE)], torch.cuda.synchronize())
+              for name, fn in fns.items()}
+    return calls, queued, compile_s
 
 
 VARIANT_ROUNDS = cuda.TIMING["rounds"]
