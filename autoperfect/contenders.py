@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from . import backends, bench, dtypes, interp, native, roofline
+from .backends.cfamily import PARALLEL_MIN
 from .judge import as_float, draw, storage
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
@@ -399,19 +400,19 @@ def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
     if divisor is None:
         return {"skipped": "no L2 size in sysfs, or the rows do not divide to fit half of it"}
     cuts = [divisor] + ([2 * divisor] if _runs_threaded(spec, 2 * divisor) else [])
-    runs, smalls, fronts = {}, {}, {}
+    small = spec.with_shapes(scaled_shapes(spec, divisor))
+    f = front(small)
+    runs = {}
     for d in cuts:
-        smalls[d] = spec.with_shapes(scaled_shapes(spec, d))
-        fronts[d] = front(smalls[d])
-        run = _kernels_run(smalls[d], fronts[d], loaded)
+        cut = small if d == divisor else spec.with_shapes(scaled_shapes(spec, d))
+        run = _kernels_run(cut, f if d == divisor else front(cut), loaded)
         if isinstance(run, str):
             return {"divisor": d, "skipped": f"{run}'s output disagrees with the reference at this size"}
-        runs[d] = run
-    samples = bench.time_interleaved({str(d): run for d, run in runs.items()}, 3, IN_CACHE_ROUNDS, seed,
-                                     IN_CACHE_BURST)
+        runs[str(d)] = run
+    samples = bench.time_interleaved(runs, 3, IN_CACHE_ROUNDS, seed, IN_CACHE_BURST)
     summary = bench.summarize(samples[str(divisor)], seed)
-    record = {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in smalls[divisor].inputs},
-              "bytes_moved": ideal_bytes(fronts[divisor]), "kernel": summary, "burst": IN_CACHE_BURST,
+    record = {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in small.inputs},
+              "bytes_moved": ideal_bytes(f), "kernel": summary, "burst": IN_CACHE_BURST,
               "calls_s": summary["median_s"] * divisor}
     if len(cuts) == 1:
         return {**record, "seconds": record["calls_s"]}
@@ -432,16 +433,14 @@ def rows_time(cut_s: float, half_s: float, divisor: int) -> tuple[float | None, 
 def _runs_threaded(spec: OpSpec, divisor: int) -> bool:
     """Whether the op cut by `divisor` exists and its rows still reach the kernels' threading
     threshold (cfamily.PARALLEL_MIN elements), so that it runs on every thread as the cut does."""
-    from .backends.cfamily import PARALLEL_MIN
-
     shapes = scaled_shapes(spec, divisor)
     return shapes is not None and max(math.prod(s) for s in shapes.values()) >= PARALLEL_MIN
 
 
 def _kernels_run(small: OpSpec, f, loaded: dict) -> Callable[[], None] | str:
-    """One call of each of the front's kernels (`loaded`) through ctypes on buffers of their own,
-    after checking each one's output against the float64 reference; a failing kernel's name
-    instead."""
+    """One call of each of the kernels of `f` (`small`'s front; `loaded`) through ctypes on buffers
+    of their own, after checking each one's output against the float64 reference; a failing
+    kernel's name instead."""
     xs, _ = inputs_for(small)
     native_values = interp.evaluate(f.canonical, xs, "native", keep=True)
     exact_values = interp.evaluate(f.canonical, xs, "float64", keep=True)

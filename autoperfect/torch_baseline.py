@@ -152,8 +152,8 @@ def to_numpy(out) -> list[np.ndarray]:
     """Outputs as float64 numpy arrays, for the check against the float64 reference (from any
     device: a GPU's outputs are copied back)."""
     outs = out if isinstance(out, tuple) else (out,)
-    return [o.to("cpu", torch.float64).numpy() if o.dtype.is_floating_point else o.cpu().numpy().astype(np.float64)
-            for o in outs]
+    return [o.to("cpu", torch.float64).numpy() if o.dtype.is_floating_point
+            else o.cpu().numpy().astype(np.float64) for o in outs]
 
 
 def compiled(graph: Graph, inputs: Sequence) -> tuple[Callable, float]:
