@@ -10,6 +10,7 @@ them together: true of the renderer's kernels, which reduce outside every branch
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import re
 import subprocess
@@ -134,6 +135,21 @@ extern "C" void ap_launch(void** bufs, long long grid, int block) {
 """
 
 FLAGS = ["-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread", "-w"]
+POISON = "-ftrivial-auto-var-init=pattern"  # GCC 12+, clang 8+: every local starts as 0xFE bytes
+
+
+@functools.cache
+def poisons() -> bool:
+    """Whether this host's g++ fills every uninitialized local with a pattern (a float reads about
+    -1.7e38), so a kernel that reads one fails the same way on every host, not only where the
+    register it got happened to hold garbage (the H200 host's left 0 in an accumulator)."""
+    done = subprocess.run(["g++", POISON, "-x", "c++", "-fsyntax-only", "-"], input="int main() {}\n",
+                          capture_output=True, text=True)
+    return done.returncode == 0
+
+
+def flags() -> list[str]:
+    return FLAGS + ([POISON] if poisons() else [])
 
 
 class Emulated:
@@ -167,12 +183,12 @@ class Emulated:
     def library(self, launch: Launch) -> ctypes.CDLL:
         if launch not in self.libraries:
             text = self.unit(launch)
-            key = hashlib.sha256(text.encode()).hexdigest()[:20]
+            key = hashlib.sha256(" ".join(flags()).encode() + text.encode()).hexdigest()[:20]
             lib = self.dir / f"{key}.so"
             if not lib.exists():
                 src = self.dir / f"{key}.cpp"
                 src.write_text(text)
-                done = subprocess.run(["g++", *FLAGS, "-o", str(lib), str(src)], capture_output=True,
+                done = subprocess.run(["g++", *flags(), "-o", str(lib), str(src)], capture_output=True,
                                       text=True)
                 assert done.returncode == 0, done.stderr[-3000:]
             self.libraries[launch] = ctypes.CDLL(str(lib))
