@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .backends.cfamily import FP_CONTRACT, CRenderer
+from .backends.cfamily import FP_CONTRACT, OWN_MATH, CRenderer
 from .ops import ELEMENTWISE, REDUCE, Op
 
 MAX_BYTES = 256 * 1024
@@ -134,6 +134,7 @@ MATH = {f + s for f in ("sqrt", "fabs", "exp", "exp2", "expm1", "log", "log2", "
                         "fma", "fmax", "fmin", "fmod", "copysign", "ldexp", "frexp", "cbrt", "hypot", "nan")
         for s in ("f", "")} | {"isnan", "isinf", "isfinite", "signbit", "fpclassify"}
 OPENMP = {"omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads"}
+OURS = set(OWN_MATH.values())  # our vector math (backends/vmath.c), linked in by cpu.build
 BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch", "__builtin_unreachable",
             "__builtin_memcpy", "__builtin_memset", "__builtin_isnan", "__builtin_isinf", "__builtin_inff",
             "__builtin_nanf", "__builtin_huge_valf"} | {f"__builtin_{m}" for m in MATH}
@@ -289,7 +290,7 @@ def _top_level_split(text: str) -> list[str]:
 
 def _check_calls(code: str) -> None:
     defined = {d.group(1) for d in DEFINITION.finditer(code)} | set(MACRO.findall(code))
-    allowed = defined | MATH | OPENMP | BUILTINS | INTRINSICS | KEYWORDS
+    allowed = defined | MATH | OURS | OPENMP | BUILTINS | INTRINSICS | KEYWORDS
     # an OpenMP clause such as reduction(+:a) is no call, nor is GCC optimize ("...") (_check_verbatim's)
     code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: "" if OPTIMIZE.match(p.group())
                   else OMP_CLAUSES.sub(",(", p.group()), code)

@@ -145,7 +145,8 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
                    x={"shape": [6, 257], "dtype": "float32"}, m={"shape": [6, 257], "dtype": "float32"})
     k = kernel_of(spec)
     stashed = [s for s in cpu.schedules_for(k) if s.stash]
-    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16"]
+    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16",
+                                         "apmath_scratch_v16"]
     for schedule in stashed:
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
                                    seed_for("stash-judge"))
@@ -154,8 +155,9 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
 
 def test_a_scratch_stash_keeps_the_exps_on_the_stack_and_streams_the_final_pass():
     k = kernel_of(SOFTMAX)
-    (scratch,) = [s for s in cpu.schedules_for(k) if s.scratch]
+    scratch, ours = [s for s in cpu.schedules_for(k) if s.scratch]
     assert scratch.name == "libmvec_scratch_v16" and scratch.stash and scratch.stream == cpu.STREAM_FROM
+    assert ours.name == "apmath_scratch_v16" and ours.own_math and ours.stream == cpu.STREAM_FROM
     source = BE.render(k, scratch)
     assert f"float ap_buf[{cfamily.SCRATCH_ROW}]" in source and "ap_row[j] = v" in source
     reducing, final = source.split("const float q")                     # the row sum's reciprocal
@@ -183,10 +185,12 @@ def test_a_streaming_scratch_softmax_passes_the_judge(tmp_path, monkeypatch, sha
     spec = spec_of("softmax", "def softmax(x):\n    return mx.softmax(x, axis=-1)\n",
                    x={"shape": shape, "dtype": "float32"})
     k = kernel_of(spec)
-    (scratch,) = [replace(s, stream=1) for s in cpu.schedules_for(k) if s.scratch]
-    verdict = judge_candidates(spec, "cpu", {k.name: library(k, scratch, tmp_path)}, Settings(),
-                               seed_for("scratch-judge", *map(str, shape)))
-    assert verdict["passed"], verdict["reason"]
+    scratches = [replace(s, stream=1) for s in cpu.schedules_for(k) if s.scratch]
+    assert [s.name for s in scratches] == ["libmvec_scratch_v16", "apmath_scratch_v16"]
+    for scratch in scratches:
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, scratch, tmp_path)}, Settings(),
+                                   seed_for("scratch-judge", *map(str, shape)))
+        assert verdict["passed"], (scratch.name, verdict["reason"])
 
 
 # -- streaming stores --------------------------------------------------------------------------------
@@ -198,7 +202,11 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
     assert not any(s.stream for s in cpu.schedules_for(gelu))   # libmvec: a scalar head would round apart
     # softmax streams only from a scratch stash, whose final pass calls no libmvec function
-    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16"]
+    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16",
+                                                                                  "apmath_scratch_v16"]
+    # with our exp, whose scalar and vector forms agree, an elementwise kernel streams too
+    silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [1000], "dtype": "float32"}))
+    assert [s.name for s in cpu.schedules_for(silu) if s.stream] == ["apmath_v16"]
     norm = kernel_of(NORM)
     assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
     half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",
@@ -328,7 +336,7 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     plain = BE.render(k, replace(wide, stream=0))
     assert plain.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jm") == cpu.SPLIT // 16
     # a stash's last reducing pass (softmax's exps) keeps them even where the stores stream
-    (scratch,) = [s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch]
+    scratch = next(s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch)
     exps = BE.render(kernel_of(SOFTMAX), scratch).split("const float r1 =")[1]
     reducing, stores = exps.split("for (; jc + ")
     assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in stores

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -53,6 +54,9 @@ BINARY = {
 }
 # functions glibc's libmvec has in vector form (declared `omp declare simd` when a variant asks)
 VECTOR_MATH = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "sinf", "cosf", "powf"}
+# libm's functions of which we have our own (backends/vmath.c, linked by cpu.build; Schedule.own_math):
+# the same bits from its scalar and vector forms, and more accurate than libmvec's
+OWN_MATH = {"expf": "ap_expf"}
 
 # reduction -> (identity, OpenMP reduction operator, accumulate statement)
 REDUCTIONS = {
@@ -125,6 +129,11 @@ SHIFT_SAMPLE = 16
 FP_CONTRACT = '#pragma GCC optimize ("fp-contract=fast")'
 
 
+def own_math(template: str) -> str:
+    """`template` calling our functions (OWN_MATH) where it calls libm's."""
+    return re.sub(rf"\b({'|'.join(OWN_MATH)})\(", lambda m: f"{OWN_MATH[m.group(1)]}(", template)
+
+
 def exact(kernel: KernelIR) -> bool:
     """Made only of exact operations: the judge then wants the step-by-step reference's bits, so no
     rewrite may round differently."""
@@ -156,6 +165,7 @@ class Schedule:
     prefetch: bool = False    # row kernels prefetch the rows ahead (CRenderer.render_row says where, next_row how far)
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
+    own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
 
 
 class CFamily:
@@ -254,6 +264,9 @@ class CRenderer(CFamily):
         super().__init__(kernel, schedule)
         if schedule.lanes:
             self.simd = f"{self.simd} simdlen({schedule.lanes})"
+        if schedule.own_math:
+            self.unary = {op: own_math(t) for op, t in self.unary.items()}
+            self.binary = {op: own_math(t) for op, t in self.binary.items()}
         # per-row divisors of per-element divisions, each inverted once per row (Schedule.reciprocal)
         invert = schedule.reciprocal and not exact(kernel)
         self.inverted = frozenset(i.srcs[1] for i in kernel.body if invert and i.op is Op.DIV
@@ -428,12 +441,23 @@ class CRenderer(CFamily):
                 f"{PREFETCH_AHEAD} / (ap_row_bytes + (ap_row_bytes == 0));"]
 
     def vector_math_declarations(self) -> list[str]:
-        if not self.s.vector_math:
-            return []
-        templates = [UNARY.get(i.op) or BINARY.get(i.op) or "" for i in self.k.body]
-        used = sorted(f for f in VECTOR_MATH if any(f + "(" in t for t in templates))
+        """`omp declare simd` for the functions the kernel calls in vector form: libmvec's
+        (Schedule.vector_math) and our own (Schedule.own_math), whose vector entry points GCC then
+        calls from SIMD loops."""
+        names = (VECTOR_MATH if self.s.vector_math else set()) | (set(OWN_MATH.values()) if self.s.own_math else set())
+        used = sorted(f for f in names if any(re.search(rf"\b{f}\(", t) for t in self.templates()))
         return [line for f in used for line in ("#pragma omp declare simd notinbranch",
                                                  f"float {f}(float{', float' if f == 'powf' else ''});")]
+
+    def templates(self) -> list[str]:
+        """The op templates of the kernel's body, as this renderer spells them."""
+        return [self.unary.get(i.op) or self.binary.get(i.op) or "" for i in self.k.body]
+
+    def vector_functions(self) -> set[str]:
+        """The libm functions the kernel calls that libmvec has in vector form (as the common table
+        spells them, whatever this renderer calls instead)."""
+        templates = " ".join(UNARY.get(i.op) or BINARY.get(i.op) or "" for i in self.k.body)
+        return {f for f in VECTOR_MATH if re.search(rf"\b{f}\(", templates)}
 
     def render(self) -> str:
         headers = self.includes if self.streams() else self.includes[:2]

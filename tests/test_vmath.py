@@ -1,0 +1,108 @@
+"""Our own vector math (autoperfect/backends/vmath.c, Schedule.own_math): every form of a function
+gives the scalar form's bits, within a tight error; kernels that call it declare, link and stream
+it; a kernel's results don't depend on where its buffers lie."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoperfect import static
+from autoperfect.backends import cfamily, cpu
+from autoperfect.backends.cfamily import Schedule
+from autoperfect.judge import probe_kernel
+from autoperfect.ops import Op
+from autoperfect.pipeline import front
+from autoperfect.spec import parse_op
+
+FORMS = Path(__file__).with_name("vmath_forms.c")
+pytestmark = pytest.mark.skipif(cpu.vmath_object() is None, reason="vmath.c needs AVX2 and FMA")
+
+
+def forms(tmp_path: Path, stride: int, start: int) -> dict:
+    exe = tmp_path / "forms"
+    flags = [f for f in cpu.FLAGS if f not in ("-shared", "-fPIC")]
+    subprocess.run(["gcc", *flags, "-o", str(exe), str(FORMS), str(cpu.VMATH), "-lm"], check=True)
+    words = subprocess.run([str(exe), str(stride), str(start)], capture_output=True, text=True,
+                           check=True).stdout.split()
+    return {"inputs": int(words[1]), "differ": [int(w) for w in words[3:8]], "worst_ulp": float(words[9])}
+
+
+def test_every_form_of_exp_gives_the_scalar_bits_within_one_ulp(tmp_path):
+    """Every 97th float32 (44 million, from an odd start) and the edges of exp's range: the SSE,
+    AVX, AVX2 and AVX-512 entry points and a `simdlen(16)` loop give the scalar function's bits; the
+    worst error is under 1 ulp (over every float32: 0.904 ulp, `tests/vmath_forms.c` with stride 1),
+    where the judge allows exp 4 and libmvec's reaches 2.64."""
+    got = forms(tmp_path, 97, 13)
+    assert got["inputs"] > 44_000_000
+    assert got["differ"] == [0, 0, 0, 0, 0]
+    assert got["worst_ulp"] < 1.0
+
+
+def kernel_of(fn: str, n: int):
+    spec = parse_op("f", {"fn": fn, "inputs": {"x": {"shape": [n], "dtype": "float32"}}})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    return k
+
+
+def test_own_math_is_declared_called_and_passes_the_static_checks():
+    k = kernel_of("def f(x):\n    return x * mx.sigmoid(x) + mx.exp(x)\n", 1000)
+    ours, fma = [s for s in cpu.schedules_for(k) if s.own_math]  # and its FMA twin: sigmoid(x)*x + e
+    assert fma.contract and not ours.contract
+    source = cpu.render(k, ours)
+    assert "#pragma omp declare simd notinbranch\nfloat ap_expf(float);" in source
+    assert source.count("ap_expf(") == source.count("expf(") > 1  # every exp is ours
+    assert static.check(source, "cpu", k.name).passed
+    assert "ap_expf" not in cpu.render(k, replace(ours, own_math=False))
+
+
+def test_no_own_math_where_the_kernel_calls_a_function_we_lack():
+    k = kernel_of("def f(x):\n    return mx.exp(x) * mx.tanh(x)\n", 1000)
+    assert not any(s.own_math for s in cpu.schedules_for(k))
+
+
+def test_a_build_links_vmath_and_is_keyed_by_its_source(tmp_path, monkeypatch):
+    k = kernel_of("def f(x):\n    return mx.exp(x)\n", 1000)
+    source = cpu.render(k, Schedule("own", own_math=True))
+    first = cpu.build(source, tmp_path / "a")
+    assert first.ok, first.log
+    assert any(Path(p).name.startswith("vmath-") for p in first.command)
+    edited = tmp_path / "vmath.c"
+    edited.write_text(cpu.VMATH.read_text() + "/* edited */\n")
+    monkeypatch.setattr(cpu, "VMATH", edited)
+    again = cpu.build(source, tmp_path / "a")
+    assert again.ok and again.key != first.key and not again.cached
+
+
+@pytest.mark.parametrize("op", [Op.EXP, Op.SIGMOID])
+def test_streamed_own_math_gives_the_same_bits_at_every_address(op, tmp_path):
+    """Streaming splits a row at the output's first cache line, so an element's place in the loops
+    (scalar head, SIMD chunks, scalar tail) follows the buffer's address. With our functions it
+    changes no bit: the output at each of the 16 float offsets of a 64-byte line equals the first."""
+    n = 1000
+    k = probe_kernel(op, "float32", n)
+    (ours,) = [s for s in cpu.schedules_for(k) if s.own_math]
+    assert ours.stream
+    kernel = cpu.Kernel(k, cpu.build(cpu.render(k, Schedule("s", own_math=True, lanes=16, stream=1)),
+                                     tmp_path).library, "ctypes")
+    x = np.random.default_rng(20261204).uniform(-30, 30, n).astype(np.float32)
+    outs = []
+    for offset in range(16):
+        line = np.zeros(n + 16, np.float32)
+        out = line[offset:offset + n]
+        kernel.run_numpy([x, out], k.launch)
+        outs.append(out.copy())
+    for out in outs[1:]:
+        assert np.array_equal(out.view(np.uint32), outs[0].view(np.uint32))
+    ref = np.exp(x.astype(np.float64)) if op is Op.EXP else 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert np.max(np.abs(outs[0] - ref) / ref) < 4 * np.finfo(np.float32).eps
+
+
+def test_the_vector_functions_table_spells_libms_names():
+    assert cfamily.own_math("expm1f({0}) * expf({0})") == "expm1f({0}) * ap_expf({0})"
+    k = kernel_of("def f(x):\n    return mx.expm1(x)\n", 64)
+    assert cpu.CpuRenderer(k, Schedule()).vector_functions() == {"expm1f"}
