@@ -204,9 +204,10 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     # softmax streams only from a scratch stash, whose final pass calls no libmvec function
     assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16",
                                                                                   "apmath_scratch_v16"]
-    # with our exp, whose scalar and vector forms agree, an elementwise kernel streams too
+    # with our exp an elementwise kernel could stream (its forms agree), but its chunks cost more
     silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [1000], "dtype": "float32"}))
-    assert [s.name for s in cpu.schedules_for(silu) if s.stream] == ["apmath_v16"]
+    assert "apmath_v16" in [s.name for s in cpu.schedules_for(silu)]
+    assert not any(s.stream for s in cpu.schedules_for(silu))
     norm = kernel_of(NORM)
     assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
     half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",

@@ -446,8 +446,11 @@ class CRenderer(CFamily):
         calls from SIMD loops."""
         names = (VECTOR_MATH if self.s.vector_math else set()) | (set(OWN_MATH.values()) if self.s.own_math else set())
         used = sorted(f for f in names if any(re.search(rf"\b{f}\(", t) for t in self.templates()))
+        # ours are `const` (a value of the argument alone, as GCC already knows libm's to be): else
+        # a call under a select (sigmoid's) is neither shared nor if-converted, and the loop stays scalar
+        pure = {f: " __attribute__((const))" if f in OWN_MATH.values() else "" for f in used}
         return [line for f in used for line in ("#pragma omp declare simd notinbranch",
-                                                 f"float {f}(float{', float' if f == 'powf' else ''});")]
+                                                 f"float {f}(float{', float' if f == 'powf' else ''}){pure[f]};")]
 
     def templates(self) -> list[str]:
         """The op templates of the kernel's body, as this renderer spells them."""

@@ -72,10 +72,12 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
     last wide variant also has an `_fma` twin: a*b+c contracted. Where every function the kernel
     calls is one of our own (vmath.c, on a machine that builds it), the scratch stash (or where
-    there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`):
-    their scalar and vector forms give the same bits, so it streams its stores as the plain kernels
-    do. Softmax 4096x1024 read from memory: 1.41 ms against libmvec's scratch stash's 1.64-1.73, and
-    its wide variant, with two exps an element, 1.85 (docs/experiments/2026-12-04d-cpu)."""
+    there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
+    Their scalar and vector forms give the same bits, so the scratch stash streams its stores;
+    softmax 4096x1024 read from memory took 1.41 ms against libmvec's scratch stash's 1.64-1.73, and
+    the wide variant, with two exps an element, 1.85. The wide variant stores plainly: SiLU
+    4096x1024 took 1.53-1.54 ms streamed through its 64-element chunks and 1.08-1.16 not, against
+    libmvec's 1.28-1.29 (docs/experiments/2026-12-04d-cpu)."""
     functions = CpuRenderer(kernel, Schedule()).vector_functions()
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
@@ -87,7 +89,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
                 found += (scratch(stashed),)
         if functions <= OWN_MATH.keys() and vmath_object() is not None:
             found += ((scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True)),) if kept
-                      else (wide(OWN_MATH_SCHEDULE),))
+                      else (replace(wide(OWN_MATH_SCHEDULE), stream=0),))
     elif kernel.kind == "elementwise":
         streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
         found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
