@@ -41,7 +41,7 @@ from .spec import OpSpec, seed_for
 BACKENDS = ("cpu", "cuda")  # whose renderers' spellings the rewrites know (CRenderer, CudaRenderer)
 ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 LOOP = re.compile(r"for \(int64_t j = \w+; j < (\w+); j\+\+\)")
-PARALLEL = "#pragma omp parallel for"
+PARALLEL = "#pragma omp parallel"  # `parallel for`, or `parallel` then `for` (where the team fences its streaming stores)
 RTOL = ATOL = 1e-2  # KernelBench's tolerances
 DIFF_LINES = 12
 

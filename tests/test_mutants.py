@@ -80,10 +80,16 @@ def test_every_planted_mutant_is_rejected(name, build_dir):
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a race needs two threads")
-def test_a_planted_race_is_rejected(build_dir):
+@pytest.mark.parametrize("variant", ["libm", "libmvec_scratch_v16"])
+def test_a_planted_race_is_rejected(build_dir, variant):
+    """In a `parallel for` and in a `parallel` region with its `for` inside (the streaming variants,
+    whose threads fence their stores before the region ends)."""
     spec = SPECS["softmax"].with_shapes({"x": (2048, 1024)})
     (k,) = [k for k in front(spec).kernels if k is not None]
-    (race,) = [m for m in plant(k, BE.render(k, BE.schedules_for(k)[0])) if m.bug == "race"]
+    schedule = next(s for s in BE.schedules_for(k) if s.name == variant)
+    source = BE.render(k, schedule)
+    assert ("#pragma omp parallel for" in source) == (variant == "libm")
+    (race,) = [m for m in plant(k, source) if m.bug == "race"]
     built = BE.build(race.source, build_dir)
     verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(shapes=0, hidden_draws=0), None)
     assert not verdict["passed"]
