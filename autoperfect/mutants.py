@@ -291,8 +291,8 @@ def wrong_broadcast(s: Site) -> str:
 
 def race(s: Site) -> str:
     """A loop variable declared outside the parallel loop, so all threads share it: the row index
-    (rank >= 2) or, in a rank-1 kernel, the element index (without its simd pragma, which would
-    privatize it). `volatile` keeps the compiler from caching it: a race is undefined behaviour that
+    (rank >= 2) or, in a rank-1 kernel, the element index of every loop over a block (without
+    their simd pragmas, which would privatize it). `volatile` keeps the compiler from caching it: a race is undefined behaviour that
     an optimizer may otherwise make harmless.
 
     On a GPU: the barrier between the warps' writes of their partial sums to shared memory and
@@ -311,8 +311,8 @@ def race(s: Site) -> str:
                             f"for (int64_t r_ = 0; r_ < R; r_++) {{ {shared} = r_;")
     elif s.k.kind == "elementwise":
         shared = "j_shared"
-        tail = re.sub(r"[ \t]*#pragma omp simd\n", "", tail, count=1)
-        tail = re.sub(r"\bj\b", shared, tail).replace(f"int64_t {shared} = j0", f"{shared} = j0")
+        tail = re.sub(r"[ \t]*#pragma omp simd\b.*\n", "", tail)
+        tail = re.sub(rf"for \(int64_t {shared} = ", f"for ({shared} = ", re.sub(r"\bj\b", shared, tail))
     else:
         raise Skip("a rank-1 row kernel has one row: its parallel loop has nothing to race over")
     if f"int64_t {shared}" in tail:

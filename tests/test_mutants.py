@@ -80,15 +80,18 @@ def test_every_planted_mutant_is_rejected(name, build_dir):
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a race needs two threads")
-@pytest.mark.parametrize("variant", ["libm", "libmvec_scratch_v16"])
-def test_a_planted_race_is_rejected(build_dir, variant):
+@pytest.mark.parametrize("op, variant", [("softmax", "libm"), ("softmax", "libmvec_scratch_v16"),
+                                         ("chain", "block16k"), ("chain", "block16k_v16")])
+def test_a_planted_race_is_rejected(build_dir, op, variant):
     """In a `parallel for` and in a `parallel` region with its `for` inside (the streaming variants,
-    whose threads fence their stores before the region ends)."""
-    spec = SPECS["softmax"].with_shapes({"x": (2048, 1024)})
+    whose threads fence their stores before the region ends); rows shared, or an elementwise
+    kernel's blocks."""
+    spec = SPECS[op].with_shapes({i.name: (2048, 1024) if op == "softmax" else (1 << 20,)
+                                  for i in SPECS[op].inputs})
     (k,) = [k for k in front(spec).kernels if k is not None]
     schedule = next(s for s in BE.schedules_for(k) if s.name == variant)
     source = BE.render(k, schedule)
-    assert ("#pragma omp parallel for" in source) == (variant == "libm")
+    assert ("#pragma omp parallel for" in source) == (variant in ("libm", "block16k"))
     (race,) = [m for m in plant(k, source) if m.bug == "race"]
     built = BE.build(race.source, build_dir)
     verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(shapes=0, hidden_draws=0), None)
