@@ -23,6 +23,7 @@ from autoperfect.pipeline import front
 from autoperfect.spec import parse_op, seed_for
 
 BE = backends.get("cpu")
+OURS = ["apmath_scratch_v16"] if cpu.vmath_object() is not None else []  # our exp: AVX2 and FMA
 
 
 def spec_of(name: str, fn: str, **inputs):
@@ -145,8 +146,7 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
                    x={"shape": [6, 257], "dtype": "float32"}, m={"shape": [6, 257], "dtype": "float32"})
     k = kernel_of(spec)
     stashed = [s for s in cpu.schedules_for(k) if s.stash]
-    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16",
-                                         "apmath_scratch_v16"]
+    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16", *OURS]
     for schedule in stashed:
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
                                    seed_for("stash-judge"))
@@ -155,9 +155,9 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
 
 def test_a_scratch_stash_keeps_the_exps_on_the_stack_and_streams_the_final_pass():
     k = kernel_of(SOFTMAX)
-    scratch, ours = [s for s in cpu.schedules_for(k) if s.scratch]
+    scratch, *ours = [s for s in cpu.schedules_for(k) if s.scratch]
     assert scratch.name == "libmvec_scratch_v16" and scratch.stash and scratch.stream == cpu.STREAM_FROM
-    assert ours.name == "apmath_scratch_v16" and ours.own_math and ours.stream == cpu.STREAM_FROM
+    assert [s.name for s in ours] == OURS and all(s.own_math and s.stream == cpu.STREAM_FROM for s in ours)
     source = BE.render(k, scratch)
     assert f"float ap_buf[{cfamily.SCRATCH_ROW}]" in source and "ap_row[j] = v" in source
     reducing, final = source.split("const float q")                     # the row sum's reciprocal
@@ -186,7 +186,7 @@ def test_a_streaming_scratch_softmax_passes_the_judge(tmp_path, monkeypatch, sha
                    x={"shape": shape, "dtype": "float32"})
     k = kernel_of(spec)
     scratches = [replace(s, stream=1) for s in cpu.schedules_for(k) if s.scratch]
-    assert [s.name for s in scratches] == ["libmvec_scratch_v16", "apmath_scratch_v16"]
+    assert [s.name for s in scratches] == ["libmvec_scratch_v16", *OURS]
     for scratch in scratches:
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, scratch, tmp_path)}, Settings(),
                                    seed_for("scratch-judge", *map(str, shape)))
@@ -202,11 +202,10 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
     assert not any(s.stream for s in cpu.schedules_for(gelu))   # libmvec: a scalar head would round apart
     # softmax streams only from a scratch stash, whose final pass calls no libmvec function
-    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16",
-                                                                                  "apmath_scratch_v16"]
+    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16", *OURS]
     # with our exp an elementwise kernel could stream (its forms agree), but its chunks cost more
     silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [1000], "dtype": "float32"}))
-    assert "apmath_v16" in [s.name for s in cpu.schedules_for(silu)]
+    assert ("apmath_v16" in [s.name for s in cpu.schedules_for(silu)]) == bool(OURS)
     assert not any(s.stream for s in cpu.schedules_for(silu))
     norm = kernel_of(NORM)
     assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
@@ -537,3 +536,15 @@ def test_sigmoid_computes_one_exp_and_the_bits_of_two(tmp_path, monkeypatch):
         nan = np.isnan(got["one"])
         assert np.array_equal(nan, np.isnan(got["two"])), schedule.name
         assert np.array_equal(got["one"][~nan].view(np.uint32), got["two"][~nan].view(np.uint32)), schedule.name
+
+
+def test_without_our_vector_math_no_variant_asks_for_it_and_a_source_that_calls_it_fails_to_build(
+        tmp_path, monkeypatch):
+    """On a machine whose compiler can't build vmath.c (no AVX2 or FMA) softmax keeps libmvec's
+    variants, and a source that calls ap_expf anyway (a model's draft, say) gets a failed build that
+    says why, not a link error."""
+    monkeypatch.setattr(cpu, "vmath_object", lambda cache_dir=None: None)
+    k = kernel_of(SOFTMAX)
+    assert not any(s.own_math for s in cpu.schedules_for(k))
+    build = cpu.build(BE.render(k, Schedule("own", own_math=True)), tmp_path)
+    assert not build.ok and build.library is None and "needs AVX2 and FMA" in build.log
