@@ -41,7 +41,7 @@ from .spec import OpSpec, seed_for
 BACKENDS = ("cpu", "cuda")  # whose renderers' spellings the rewrites know (CRenderer, CudaRenderer)
 ARITH = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 LOOP = re.compile(r"for \(int64_t j = \w+; j < (\w+); j\+\+\)")
-PARALLEL = "#pragma omp parallel"  # `parallel for`, or `parallel` then `for` (where the team fences its streaming stores)
+PARALLEL = "#pragma omp parallel"  # `parallel for`, or `parallel` then `for` (a team fencing its streaming stores)
 RTOL = ATOL = 1e-2  # KernelBench's tolerances
 DIFF_LINES = 12
 
@@ -292,8 +292,8 @@ def wrong_broadcast(s: Site) -> str:
 def race(s: Site) -> str:
     """A loop variable declared outside the parallel loop, so all threads share it: the row index
     (rank >= 2) or, in a rank-1 kernel, the element index of every loop over a block (without
-    their simd pragmas, which would privatize it). `volatile` keeps the compiler from caching it: a race is undefined behaviour that
-    an optimizer may otherwise make harmless.
+    their simd pragmas, which would privatize it). `volatile` keeps the compiler from caching it:
+    a race is undefined behaviour that an optimizer may otherwise make harmless.
 
     On a GPU: the barrier between the warps' writes of their partial sums to shared memory and
     the reads of them is gone (a row reduced by a block of several warps)."""

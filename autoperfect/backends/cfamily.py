@@ -129,6 +129,11 @@ SHIFT_SAMPLE = 16
 FP_CONTRACT = '#pragma GCC optimize ("fp-contract=fast")'
 
 
+def called(names, text: str) -> set[str]:
+    """Which of the functions `names` the C `text` calls."""
+    return {f for f in names if re.search(rf"\b{f}\(", text)}
+
+
 def own_math(template: str) -> str:
     """`template` calling our functions (OWN_MATH) where it calls libm's."""
     return re.sub(rf"\b({'|'.join(OWN_MATH)})\(", lambda m: f"{OWN_MATH[m.group(1)]}(", template)
@@ -443,24 +448,21 @@ class CRenderer(CFamily):
     def vector_math_declarations(self) -> list[str]:
         """`omp declare simd` for the functions the kernel calls in vector form: libmvec's
         (Schedule.vector_math) and our own (Schedule.own_math), whose vector entry points GCC then
-        calls from SIMD loops."""
+        calls from SIMD loops. Ours are also `const` (a value of the argument alone, as GCC already
+        knows libm's to be): else a call under a select (sigmoid's) is neither shared nor
+        if-converted, and the loop stays scalar."""
         names = (VECTOR_MATH if self.s.vector_math else set()) | (set(OWN_MATH.values()) if self.s.own_math else set())
-        used = sorted(f for f in names if any(re.search(rf"\b{f}\(", t) for t in self.templates()))
-        # ours are `const` (a value of the argument alone, as GCC already knows libm's to be): else
-        # a call under a select (sigmoid's) is neither shared nor if-converted, and the loop stays scalar
-        pure = {f: " __attribute__((const))" if f in OWN_MATH.values() else "" for f in used}
-        return [line for f in used for line in ("#pragma omp declare simd notinbranch",
-                                                 f"float {f}(float{', float' if f == 'powf' else ''}){pure[f]};")]
+        lines = []
+        for f in sorted(self.calls(names)):
+            pure = " __attribute__((const))" if f in OWN_MATH.values() else ""
+            lines += ["#pragma omp declare simd notinbranch", f"float {f}(float{', float' if f == 'powf' else ''}){pure};"]
+        return lines
 
-    def templates(self) -> list[str]:
-        """The op templates of the kernel's body, as this renderer spells them."""
-        return [self.unary.get(i.op) or self.binary.get(i.op) or "" for i in self.k.body]
-
-    def vector_functions(self) -> set[str]:
-        """The libm functions the kernel calls that libmvec has in vector form (as the common table
-        spells them, whatever this renderer calls instead)."""
-        templates = " ".join(UNARY.get(i.op) or BINARY.get(i.op) or "" for i in self.k.body)
-        return {f for f in VECTOR_MATH if re.search(rf"\b{f}\(", templates)}
+    def calls(self, names, common: bool = False) -> set[str]:
+        """Which of the functions `names` the kernel's op templates call: as this renderer spells
+        them, or (`common`) as the common table does, whatever this renderer calls instead."""
+        unary, binary = (UNARY, BINARY) if common else (self.unary, self.binary)
+        return called(names, " ".join(unary.get(i.op) or binary.get(i.op) or "" for i in self.k.body))
 
     def render(self) -> str:
         headers = self.includes if self.streams() else self.includes[:2]
