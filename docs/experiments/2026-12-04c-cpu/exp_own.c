@@ -1,4 +1,7 @@
-/* An exp of our own against libmvec's (glibc's vector expf, what the `libmvec` schedules call):
+/* An exp of our own against libmvec's (glibc's vector expf, what the `libmvec` schedules call).
+   Since 2026-12-04 (evening) the steps are autoperfect/backends/vmath.c's, included here, where
+   this sketch first wrote them out with the same constants (rerun so, at 16cd16e: libmvec 0.300,
+   intrin 0.165-0.169, clone 0.386-0.387, inlined 0.319-0.320 ns a float):
    - `intrin`: AVX-512 intrinsics, clamp to [-104, 89] (NaN kept), n = round(x log2 e), r = x - n ln2
      in two FMAs (Cody-Waite), a degree-6 polynomial (least squares on Chebyshev nodes, c0 = c1 = 1),
      2^n by vscalefps, which also rounds denormal results once;
@@ -11,73 +14,32 @@
    worst error in ulps over every float32 (x with a finite float result against exp in double).
      gcc -O3 -march=native -fopenmp -ffp-contract=off -fno-math-errno -fno-trapping-math \
          exp_own.c -o exp_own -lmvec -lm && ./exp_own [ulps] */
-#include <immintrin.h>
-#include <math.h>
-#include <stdint.h>
+#include "../../../autoperfect/backends/vmath.c"  /* ap_expf and its vector forms: the steps below */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #pragma omp declare simd notinbranch
 float expf(float);
 
-#define C6 0x1.687c22p-10f
-#define C5 0x1.123b8ep-7f
-#define C4 0x1.555b58p-5f
-#define C3 0x1.55548ep-3f
-#define C2 0x1.fffff8p-2f
-#define LOG2E 0x1.715476p+0f
-#define LN2_HI 0x1.62e43p-1f
-#define LN2_LO -0x1.05c61p-29f
-
-static inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
-  __m512 p = _mm512_set1_ps(C6);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C5));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
-static inline float f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline float exp_inlined(float x) {
-  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float n = __builtin_rintf(c * LOG2E);
-  float r = __builtin_fmaf(-n, LN2_HI, c);
-  r = __builtin_fmaf(-n, LN2_LO, r);
-  float p = C6;
-  p = __builtin_fmaf(p, r, C5);
-  p = __builtin_fmaf(p, r, C4);
-  p = __builtin_fmaf(p, r, C3);
-  p = __builtin_fmaf(p, r, C2);
-  p = __builtin_fmaf(p, r, 1.0f);
-  p = __builtin_fmaf(p, r, 1.0f);
-  const int32_t k = n == n ? (int32_t)n : 0, h = k >> 1;
-  return p * f32((uint32_t)(h + 127) << 23) * f32((uint32_t)(k - h + 127) << 23);
-}
+/* vmath.c's functions inlined into the loops below (`flatten`: every call in them, recursively) */
+static inline __m512 exp16(__m512 x) { return _ZGVeN16v_ap_expf(x); }
+static inline float exp_inlined(float x) { return ap_expf(x); }
 
 #pragma omp declare simd notinbranch simdlen(16)
-float exp_clone(float x) { return exp_inlined(x); }
+__attribute__((flatten)) float exp_clone(float x) { return exp_inlined(x); }
 
 void libmvec(const float *restrict x, float *restrict y, int n) {
   #pragma omp simd simdlen(16)
   for (int i = 0; i < n; i++) y[i] = expf(x[i]);
 }
-void intrin(const float *restrict x, float *restrict y, int n) {  /* n: a multiple of 16 */
+__attribute__((flatten)) void intrin(const float *restrict x, float *restrict y, int n) {  /* n: a multiple of 16 */
   for (int i = 0; i < n; i += 16) _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i)));
 }
 void clone(const float *restrict x, float *restrict y, int n) {
   #pragma omp simd simdlen(16)
   for (int i = 0; i < n; i++) y[i] = exp_clone(x[i]);
 }
-void inlined(const float *restrict x, float *restrict y, int n) {
+__attribute__((flatten)) void inlined(const float *restrict x, float *restrict y, int n) {
   #pragma omp simd simdlen(16)
   for (int i = 0; i < n; i++) y[i] = exp_inlined(x[i]);
 }
