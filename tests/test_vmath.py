@@ -99,8 +99,9 @@ def test_streamed_own_math_gives_the_same_bits_at_every_address(op, tmp_path):
     """Streaming splits a row at the output's first cache line, so an element's place in the loops
     (scalar head, SIMD chunks, scalar tail) follows the buffer's address. With our functions it
     changes no bit (what lets `apmath_scratch_v16` stream): the output at each of the 16 float
-    offsets of a 64-byte line equals the first. libmvec's differ (61 of exp's 15000 results, 18 of
-    sigmoid's, on the EPYC of 2026-12-04)."""
+    offsets of a 64-byte line equals the first. libmvec's differ (53-61 of exp's 15000 results,
+    18-21 of sigmoid's, in two runs on the EPYC of 2026-12-04:
+    docs/experiments/2026-12-04d-cpu/address_bits.py)."""
     n = 1000
     k = probe_kernel(op, "float32", n)
     kernel = cpu.Kernel(k, cpu.build(cpu.render(k, Schedule("s", own_math=True, lanes=16, stream=1)),
