@@ -208,7 +208,7 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert ("apmath_v16" in [s.name for s in cpu.schedules_for(silu)]) == bool(OURS)
     assert not any(s.stream for s in cpu.schedules_for(silu))
     norm = kernel_of(NORM)
-    assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma"}
+    assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma", "rows_v16_near"}
     half = kernel_of(spec_of("h", "def h(x):\n    return (x * 2).astype(mx.float16)\n",
                              x={"shape": [1000], "dtype": "float32"}))
     assert not any(BE.render(half, s).count("AP_NT_STORE(") for s in cpu.schedules_for(half))
@@ -357,7 +357,7 @@ def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():
 def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
     """`ap_ahead` rows on: PREFETCH_AHEAD bytes of the inputs the passes read that step along the
     rows (a broadcast weight row counts nothing), at least one row; declared only where used."""
-    source = BE.render(kernel_of(MEAN_VAR), Schedule("s", split=cpu.SPLIT, lanes=16, prefetch=True))
+    source = BE.render(kernel_of(MEAN_VAR), Schedule("s", split=cpu.SPLIT, lanes=16, prefetch=cfamily.PREFETCH_AHEAD))
     assert "  const int64_t ap_row_bytes = N * ((strides[0] != 0) * 4);\n" in source
     assert (f"  const int64_t ap_ahead = ap_row_bytes >= {cfamily.PREFETCH_AHEAD} ? 1 : "
             f"{cfamily.PREFETCH_AHEAD} / (ap_row_bytes + (ap_row_bytes == 0));") in source
@@ -370,6 +370,24 @@ def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
     assert "ap_row_bytes = N * ((strides[0] != 0) * 2 + (strides[2] != 0) * 4);" in BE.render(two, wide)
     plain = BE.render(kernel_of(MEAN_VAR), Schedule("s"))
     assert "__builtin_prefetch" not in plain and "ap_ahead" not in plain
+
+
+def test_near_twins_differ_from_their_wide_variant_only_in_how_far_ahead_they_fetch():
+    """Each prefetching wide variant of a plain row kernel has a `_near` twin asking for
+    PREFETCH_NEAR bytes ahead: the same source but for that distance. Kernels calling libm
+    (softmax) and elementwise kernels (which prefetch nothing) get none."""
+    k = kernel_of(MEAN_VAR)
+    by_name = {s.name: s for s in cpu.schedules_for(k)}
+    twins = [n for n in by_name if n.endswith("_near")]
+    assert twins == ["rows_v16_near", "rows_shifted_v16_near"]
+    for twin in twins:
+        far, close = BE.render(k, by_name[twin.removesuffix("_near")]), BE.render(k, by_name[twin])
+        line = "  const int64_t ap_ahead = ap_row_bytes >= {0} ? 1 : {0} / (ap_row_bytes + (ap_row_bytes == 0));"
+        assert close == far.replace(line.format(cfamily.PREFETCH_AHEAD), line.format(cfamily.PREFETCH_NEAR)) != far
+    chain = kernel_of(spec_of("chain", "def chain(a, b):\n    return a * b + a\n",
+                              a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
+    for other in (kernel_of(SOFTMAX), chain):
+        assert not any(s.name.endswith("_near") for s in cpu.schedules_for(other))
 
 
 def test_reciprocals_replace_divisions_by_row_values_only_in_inexact_kernels():
@@ -401,7 +419,7 @@ def test_fma_contraction_is_offered_where_the_tolerance_allows_and_a_product_fee
     assert PRAGMA not in BE.render(exact_k, Schedule("forced", contract=True))
     assert not any(s.contract for s in cpu.schedules_for(kernel_of(SOFTMAX)))
     norm = kernel_of(NORM)
-    *others, twin = cpu.schedules_for(norm)
+    *others, twin = [s for s in cpu.schedules_for(norm) if not s.name.endswith("_near")]
     assert twin.name == f"{others[-1].name}_fma" and twin.contract and not others[-1].contract
     assert PRAGMA in BE.render(norm, twin) and PRAGMA not in BE.render(norm, others[-1])
 

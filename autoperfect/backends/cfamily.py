@@ -117,9 +117,12 @@ def shifted_from(split: int) -> int:
 
 # Rows (elements) up to which row kernels prefetch the rows ahead (CRenderer.next_row).
 PREFETCH_ROW = 8192
-# How far ahead those requests run: this many bytes of the inputs the row's passes read, in whole
-# rows, at least one (CRenderer.ahead_rows).
+# How far ahead those requests run (Schedule.prefetch): this many bytes of the inputs the row's
+# passes read, in whole rows, at least one (CRenderer.ahead_rows). The wide variants ask for
+# PREFETCH_AHEAD, their `_near` twins (cpu.near) for PREFETCH_NEAR: which is faster moves with the
+# machine's memory (docs/experiments/2026-12-04e-cpu), so the choice rounds decide.
 PREFETCH_AHEAD = 8192
+PREFETCH_NEAR = 4096
 
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
@@ -167,7 +170,7 @@ class Schedule:
     lanes: int = 0            # SIMD loops ask for this many lanes (`simdlen`; 16: AVX-512's width); 0: the compiler's
     split: int = 0            # reductions keep this many partial results (independent add chains) before combining
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
-    prefetch: bool = False    # row kernels prefetch the rows ahead (CRenderer.render_row says where, next_row how far)
+    prefetch: int = 0         # row kernels prefetch this many bytes of rows ahead (CRenderer.render_row says where, ahead_rows how far); 0: none
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
@@ -429,7 +432,7 @@ class CRenderer(CFamily):
         return [f"{indent}if (N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
 
     def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
-        """`ap_ahead`, how many rows on `next_row` asks for: PREFETCH_AHEAD bytes of `inputs` (those
+        """`ap_ahead`, how many rows on `next_row` asks for: Schedule.prefetch bytes of `inputs` (those
         that step along the rows in this launch) in whole rows, at least one. One row ahead, a 4 KB
         row arrived after its pass had begun. 4096x1024 read from memory (ab_two.py and ahead.py in
         docs/experiments/2026-12-04-cpu), the VM's copy of mean/var's bytes at 0.29 ms: mean/var
@@ -442,8 +445,8 @@ class CRenderer(CFamily):
         d = self.k.rank - 2
         size = " + ".join(f"({self.stride(a, d)} != 0) * {dtypes.ITEMSIZE[self.k.args[a].dtype]}" for a in inputs)
         return [f"  const int64_t ap_row_bytes = N * ({size or '0'});",
-                f"  const int64_t ap_ahead = ap_row_bytes >= {PREFETCH_AHEAD} ? 1 : "
-                f"{PREFETCH_AHEAD} / (ap_row_bytes + (ap_row_bytes == 0));"]
+                f"  const int64_t ap_ahead = ap_row_bytes >= {self.s.prefetch} ? 1 : "
+                f"{self.s.prefetch} / (ap_row_bytes + (ap_row_bytes == 0));"]
 
     def vector_math_declarations(self) -> list[str]:
         """`omp declare simd` for the functions the kernel calls in vector form: libmvec's
@@ -650,7 +653,7 @@ class CRenderer(CFamily):
         st = stash(self.k, p) if self.s.stash else None
         stores = st is None and bool(p.final_elem) and self.streams() and self.k.rank > 1
         prefetched = self.contiguous_inputs([i for rp in p.passes for i in rp.elem])
-        ahead = prefetched if self.s.prefetch and stores else []
+        ahead = prefetched if self.s.prefetch > 0 and stores else []
         kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
@@ -667,9 +670,9 @@ class CRenderer(CFamily):
                 if self.k.body[r].op in (Op.RMAX, Op.RMIN):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
-            prefetch = self.s.prefetch and last and not ahead
+            prefetch = self.s.prefetch > 0 and last and not ahead
             if sh and n == sh.first:  # the pass folded into this one may be the last
-                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch and n + 2 == len(p.passes) and not ahead)
+                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch > 0 and n + 2 == len(p.passes) and not ahead)
             elif sh and n == sh.first + 1:
                 lines += self.shifted_spread("    ", sh, self.reduce_loop("      ", rp, None, prefetch))
             else:

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from ..ops import ULP_BOUND, Op
-from .cfamily import OWN_MATH, VECTOR_MATH, CRenderer, Schedule, called, exact
+from .cfamily import OWN_MATH, PREFETCH_AHEAD, PREFETCH_NEAR, VECTOR_MATH, CRenderer, Schedule, called, exact
 from .schedule import plan, shifted, stash
 
 NAME = "cpu"
@@ -69,7 +69,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     width (`rows_split`), and where a pass only sums the squares about the previous pass's mean (a
     variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the
     kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
-    last wide variant also has an `_fma` twin: a*b+c contracted. Where every function the kernel
+    last wide variant also has an `_fma` twin: a*b+c contracted. The plain row kernels' wide
+    variants also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
+    Where every function the kernel
     calls is one of our own (vmath.c, on a machine that builds it), the scratch stash (or where
     there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
     Their scalar and vector forms give the same bits, so the scratch stash streams its stores;
@@ -97,9 +99,20 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
         if shifted(kernel, plan(kernel)):
             found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
-    if exact(kernel) or not contractible(kernel):
-        return found
-    return found + (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)
+    if contractible(kernel) and not exact(kernel):
+        found += (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)
+    if not functions and kernel.kind != "elementwise":
+        found += tuple(near(s) for s in found if s.prefetch and not s.contract)
+    return found
+
+
+def near(s: Schedule) -> Schedule:
+    """`s` asking for the rows ahead PREFETCH_NEAR bytes on instead of PREFETCH_AHEAD (one 4 KB row
+    instead of two). Which distance is faster moves with the VM's memory: on 2026-12-04 two rows
+    ahead won by 0-12% in both of the morning's states (CRenderer.ahead_rows), and in the evening
+    one row won by 8-18% for RMSNorm and 4-14% for LayerNorm read from memory
+    (docs/experiments/2026-12-04e-cpu), so the choice rounds time both."""
+    return replace(s, name=f"{s.name}_near", prefetch=PREFETCH_NEAR)
 
 
 def probe_schedule(schedule: Schedule) -> Schedule:
@@ -129,7 +142,7 @@ def wide(s: Schedule) -> Schedule:
     body calls the vector one, so an element's bits would depend on where the buffer lies (the
     judge's repeated runs caught it: `nondeterminism`)."""
     streams = not (s.stash or s.vector_math)
-    return replace(s, name=f"{s.name}_v16", lanes=16, split=SPLIT, reciprocal=True, prefetch=True,
+    return replace(s, name=f"{s.name}_v16", lanes=16, split=SPLIT, reciprocal=True, prefetch=PREFETCH_AHEAD,
                    stream=STREAM_FROM if streams else 0)
 
 
