@@ -138,9 +138,11 @@ OURS = set(OWN_MATH.values())  # our vector math (backends/vmath.c), linked in b
 BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch", "__builtin_unreachable",
             "__builtin_memcpy", "__builtin_memset", "__builtin_isnan", "__builtin_isinf", "__builtin_inff",
             "__builtin_nanf", "__builtin_huge_valf"} | {f"__builtin_{m}" for m in MATH}
-# streaming (non-temporal) stores and the fence that orders them; the renderer's only intrinsics
+# streaming (non-temporal) stores and the fence that orders them, and the fold of a split sum's
+# partials (CRenderer.combine_lanes): the renderer's only intrinsics
 INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_load_ps", "_mm_stream_ps",
-              "_mm_load_ps", "_mm_sfence"}
+              "_mm_load_ps", "_mm_sfence",
+              "_mm512_reduce_add_ps", "_mm512_add_ps", "_mm512_loadu_ps"}  # and folding 32 partial sums
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"

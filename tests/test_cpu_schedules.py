@@ -9,6 +9,7 @@ knob is for: where it applies, that it applies, and its edge cases.
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import replace
 
 import numpy as np
@@ -374,6 +375,40 @@ def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
     assert "ap_row_bytes = N * ((strides[0] != 0) * 2 + (strides[2] != 0) * 4);" in BE.render(two, wide)
     plain = BE.render(kernel_of(MEAN_VAR), Schedule("s"))
     assert "__builtin_prefetch" not in plain and "ap_ahead" not in plain
+
+
+def avx512() -> bool:
+    """Whether this machine's compiler targets AVX-512 under the backend's flags (-march=native)."""
+    probe = subprocess.run(["gcc", "-march=native", "-dM", "-E", "-x", "c", "/dev/null"],
+                           capture_output=True, text=True)
+    return "__AVX512F__" in probe.stdout
+
+
+@pytest.mark.skipif(not avx512(), reason="the fold of 32 partial sums is AVX-512's; elsewhere the tree is all there is")
+@pytest.mark.parametrize("name", ["rows_v16", "rows_shifted_v16"])
+def test_the_avx512_fold_of_partial_sums_gives_the_trees_bits(name, tmp_path):
+    """combine_lanes folds 32 partial sums with `_mm512_reduce_add_ps` where AVX-512 is there,
+    and with the halving tree elsewhere: the same order, so the same bits. The same source built
+    with __AVX512F__ undefined takes the tree; mean/var of ragged rows, scaled and shifted,
+    agree bit for bit."""
+    k = kernel_of(MEAN_VAR)
+    source = BE.render(k, schedule_named(k, name))
+    assert "_mm512_reduce_add_ps" in source
+    folded = BE.Kernel(k, BE.build(source, tmp_path).library)
+    tree_build = BE.build("#undef __AVX512F__\n" + source, tmp_path)
+    assert tree_build.ok, tree_build.log
+    tree = BE.Kernel(k, tree_build.library)
+    rng = np.random.default_rng(seed_for("fold", name))
+    for rows, n in ((5, 1000), (3, 4096 + 37), (2, 31)):
+        x = (rng.standard_normal((rows, n)) * rng.uniform(0.1, 100.0, (rows, 1)) + 3.0).astype(np.float32)
+        launch = Launch((rows, n), ((n, 1),), ((rows, n),), ((rows,), (rows,)))
+        outs = []
+        for kern in (folded, tree):
+            got = [np.full(rows, np.nan, dtype=np.float32) for _ in range(2)]
+            kern.run_numpy([x, *got], launch)
+            outs.append(got)
+        for a, b in zip(*outs):
+            assert np.array_equal(a, b), (rows, n)
 
 
 def test_near_twins_differ_from_their_wide_variant_only_in_how_far_ahead_they_fetch():

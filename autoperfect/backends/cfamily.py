@@ -127,6 +127,10 @@ PREFETCH_NEAR = 4096
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
 
+# Lanes of one AVX-512 register of floats: a split of twice this many partial sums is folded in
+# registers (CRenderer.combine_lanes).
+FOLD_LANES = 16
+
 
 # Schedule.contract: FMA contraction for the kernel after it (static.py allows this line verbatim)
 FP_CONTRACT = '#pragma GCC optimize ("fp-contract=fast")'
@@ -265,7 +269,7 @@ class CRenderer(CFamily):
     function_prefix = ""
     parallel_for = "#pragma omp parallel for schedule(static)"
     simd = "#pragma omp simd"
-    includes = ("stdint.h", "math.h", "immintrin.h")  # immintrin.h: streaming stores only
+    includes = ("stdint.h", "math.h", "immintrin.h")  # immintrin.h: streaming stores, AVX-512 folds
     chunk = 64  # elements a streaming loop computes into a buffer before storing them past the cache
 
     def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
@@ -404,7 +408,12 @@ class CRenderer(CFamily):
         about 60 ns of a 1024-float row (softmax 411-423 against 350-370 ns a row in cache, one
         thread; mean/var's two sums 80 against 76: docs/experiments/2026-12-04-cpu). A sum's error
         bound only shrinks (shifted_from's analysis counts the partials one after another). Max and
-        min are exact whatever the order, their NaN flags or-ed along."""
+        min are exact whatever the order, their NaN flags or-ed along. Where every reduction is a
+        sum of 32 partials and the target has AVX-512, the halves are added and folded by
+        `_mm512_reduce_add_ps`, which halves the same way (8, 4, 2, 1 lanes on) and so gives the
+        same bits, in registers: GCC wrote the tree's arrays to the stack and read them back lane
+        by lane (LayerNorm's three sums read from memory 1.04-1.05x faster,
+        docs/experiments/2026-12-04e-cpu)."""
         def merge(lane: str, lanes: bool) -> str:
             """Each partial array's `lane` into lane l of its own (`lanes`) or into the accumulator."""
             out = []
@@ -420,6 +429,11 @@ class CRenderer(CFamily):
         while w > 1:  # the upper half (the larger one of an odd count) onto the lower
             lines.append(f"{indent}for (int l = 0; l < {w // 2}; l++) {{ {merge(f'l + {w - w // 2}', True)} }}")
             w -= w // 2
+        sums = [f"p{r}" for r in ops if self.k.body[r].op is Op.SUM] + [f"{acc}p" for acc, _ in extra]
+        if self.s.split == 2 * FOLD_LANES and len(sums) == len(ops) + len(extra):
+            folds = [f"{indent}{a}[0] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps({a}), "
+                     f"_mm512_loadu_ps({a} + {FOLD_LANES})));" for a in sums]
+            lines = ["#if defined(__AVX512F__)", *folds, "#else", *lines, "#endif"]
         return lines + [f"{indent}{merge('0', False)}"]
 
     def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
@@ -469,7 +483,10 @@ class CRenderer(CFamily):
 
     def render(self) -> str:
         headers = self.includes if self.streams() else self.includes[:2]
-        out = [f"#include <{h}>" for h in headers] + self.vector_math_declarations() + ["", PRELUDE]
+        out = [f"#include <{h}>" for h in headers]
+        if not self.streams() and self.s.split == 2 * FOLD_LANES:  # combine_lanes' fold
+            out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
+        out += self.vector_math_declarations() + ["", PRELUDE]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)
@@ -621,12 +638,15 @@ class CRenderer(CFamily):
         of d = value - K and of d^2, K the mean of the row's first SHIFT_SAMPLE values. Any K keeps
         the identity exact; one near the mean keeps the cancellation small (with the first value
         alone a third of normally distributed rows failed the kernel's test and were summed again;
-        with the mean of 16, none in 4096)."""
+        with the mean of 16, none in 4096). The 16 are summed in order by a plain loop: as an
+        `omp simd` reduction GCC finished the sum lane by lane through the stack, and LayerNorm
+        4096x1024 read from memory ran 1.04x slower (docs/experiments/2026-12-04e-cpu)."""
         v = self.name(sh.value)
         lines = [f"{indent}float ap_k = 0.0f, ap_s1 = 0.0f, ap_s2 = 0.0f;",
                  f"{indent}const int64_t ap_jk = N < {SHIFT_SAMPLE} ? N : {SHIFT_SAMPLE};"]
-        lines += self.simd_loop(indent, list(cone(self.k, [sh.value])), "0", "ap_jk", extra=(("ap_k", v),))
-        lines.append(f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;")
+        lines.append(f"{indent}for (int64_t j = 0; j < ap_jk; j++) {{")
+        lines += [f"{indent}  {self.assign(i)}" for i in cone(self.k, [sh.value])]
+        lines += [f"{indent}  ap_k += {v};", f"{indent}}}", f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;"]
         shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
                             "const float ap_dd = ap_d * ap_d;"]}
         return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")))
