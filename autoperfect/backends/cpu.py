@@ -71,8 +71,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
     last wide variant also has an `_fma` twin: a*b+c contracted. The plain row kernels' wide
     variants also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
-    Where every function the kernel
-    calls is one of our own (vmath.c, on a machine that builds it), the scratch stash (or where
+    Where every function the kernel calls is one of our own (vmath.c, on a machine that builds
+    it), the scratch stash (or where
     there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
     Their scalar and vector forms give the same bits, so the scratch stash streams its stores;
     softmax 4096x1024 read from memory took 1.41 ms against libmvec's scratch stash's 1.64-1.73, and
