@@ -142,7 +142,7 @@ BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch"
 # partials (CRenderer.combine_lanes): the renderer's only intrinsics
 INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_load_ps", "_mm_stream_ps",
               "_mm_load_ps", "_mm_sfence",
-              "_mm512_reduce_add_ps", "_mm512_add_ps", "_mm512_loadu_ps"}  # and folding 32 partial sums
+              "_mm512_reduce_add_ps", "_mm512_add_ps", "_mm512_loadu_ps"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"

@@ -8,6 +8,7 @@ knob is for: where it applies, that it applies, and its edge cases.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import replace
@@ -379,7 +380,7 @@ def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
 
 def avx512() -> bool:
     """Whether this machine's compiler targets AVX-512 under the backend's flags (-march=native)."""
-    probe = subprocess.run(["gcc", "-march=native", "-dM", "-E", "-x", "c", "/dev/null"],
+    probe = subprocess.run([os.environ.get("CC", "gcc"), "-march=native", "-dM", "-E", "-x", "c", "/dev/null"],
                            capture_output=True, text=True)
     return "__AVX512F__" in probe.stdout
 

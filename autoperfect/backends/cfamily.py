@@ -128,8 +128,9 @@ PREFETCH_NEAR = 4096
 SHIFT_SAMPLE = 16
 
 # Lanes of one AVX-512 register of floats: a split of twice this many partial sums is folded in
-# registers (CRenderer.combine_lanes).
+# registers by FOLD (CRenderer.combine_lanes).
 FOLD_LANES = 16
+FOLD = "_mm512_reduce_add_ps"
 
 
 # Schedule.contract: FMA contraction for the kernel after it (static.py allows this line verbatim)
@@ -431,7 +432,7 @@ class CRenderer(CFamily):
             w -= w // 2
         sums = [f"p{r}" for r in ops if self.k.body[r].op is Op.SUM] + [f"{acc}p" for acc, _ in extra]
         if self.s.split == 2 * FOLD_LANES and len(sums) == len(ops) + len(extra):
-            folds = [f"{indent}{a}[0] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps({a}), "
+            folds = [f"{indent}{a}[0] = {FOLD}(_mm512_add_ps(_mm512_loadu_ps({a}), "
                      f"_mm512_loadu_ps({a} + {FOLD_LANES})));" for a in sums]
             lines = ["#if defined(__AVX512F__)", *folds, "#else", *lines, "#endif"]
         return lines + [f"{indent}{merge('0', False)}"]
@@ -482,18 +483,16 @@ class CRenderer(CFamily):
         return called(names, " ".join(unary.get(i.op) or binary.get(i.op) or "" for i in self.k.body))
 
     def render(self) -> str:
+        body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers]
-        if not self.streams() and self.s.split == 2 * FOLD_LANES:  # combine_lanes' fold
+        if not self.streams() and any(FOLD in line for line in body):  # combine_lanes' AVX-512 fold
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)
-        out += self.header()
-        out += self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
-        out.append("}")
-        return "\n".join(out) + "\n"
+        return "\n".join(out + self.header() + body + ["}"]) + "\n"
 
     def contiguous_inputs(self, body: list[int]) -> list[int]:
         """The contiguous per-element inputs `body` loads, in argument order."""
