@@ -19,8 +19,10 @@ import pytest
 from autoperfect import backends
 from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
+from autoperfect.backends.schedule import nan_carried
 from autoperfect.judge import Settings, judge_candidates
 from autoperfect.kernel_ir import Launch
+from autoperfect.ops import Op
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op, seed_for
 
@@ -311,6 +313,55 @@ def test_split_extrema_keep_nan_wherever_it_is(op, split, tmp_path):
     BE.Kernel(k, library(k, Schedule("s", split=split, lanes=16), tmp_path)).run_numpy(
         [y, got], Launch((n, n), ((n, 1),), ((n, n),), ((n,),)))
     assert np.all(got == extreme)
+
+
+@pytest.mark.parametrize("fn, carried", [
+    ("mx.softmax(x, axis=-1)", True),
+    ("mx.logsumexp(x, axis=-1)", True),
+    ("mx.exp(x - mx.max(x, axis=-1, keepdims=True)) * mx.sum(x, axis=-1, keepdims=True)", True),
+    ("mx.max(x, axis=-1)", False),
+    ("x - mx.max(x, axis=-1, keepdims=True)", False),
+    ("mx.exp(x - mx.max(x, axis=-1, keepdims=True))", False),
+    # the sum's terms don't carry the max's input (a max's NaN never reaches them): flag kept
+    ("mx.exp(x - mx.max(x, axis=-1, keepdims=True)) / mx.sum(mx.maximum(x, 0.0), axis=-1, keepdims=True)", False),
+    # two outputs of one kernel, the second not carrying the sum
+    ("(lambda m: (mx.softmax(x, axis=-1), m))(mx.max(x, axis=-1, keepdims=True))", False),
+    ("(lambda m: (mx.exp(x - m) / mx.sum(mx.exp(x - m), axis=-1, keepdims=True), x - m))"
+     "(mx.max(x, axis=-1, keepdims=True))", False),
+])
+def test_a_max_drops_its_nan_flag_only_where_every_output_carries_the_nan(fn, carried):
+    """schedule.nan_carried: a max's NaN flag goes where some row sum's terms are NaN wherever the
+    max's input is and every store carries that sum; elsewhere the rendering keeps the flag."""
+    k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 64], "dtype": "float32"}))
+    maxes = [i.id for i in k.body if i.op is Op.RMAX]
+    assert maxes and all(nan_carried(k, r) == carried for r in maxes)
+    source = BE.render(k, Schedule("s", split=cpu.SPLIT, lanes=16))
+    assert (re.search(r"n\d+ \|= ", source) is None) == carried
+
+
+def test_softmax_without_the_max_flag_is_nan_across_a_row_wherever_its_nan_is(tmp_path):
+    """Every softmax variant the pipeline renders (none keeps the max's NaN flag): a NaN anywhere in
+    a row, in a split group's first or last lane, past the groups or last, and a +inf (inf - inf),
+    make the whole row NaN; a -inf gives 0 and the rest of its row stays finite, as float64's."""
+    k = kernel_of(SOFTMAX)
+    n = 3 * cpu.SPLIT + 7
+    places = [0, 15, cpu.SPLIT - 1, cpu.SPLIT, 3 * cpu.SPLIT, n - 1]
+    x = np.random.default_rng(seed_for("softmax-nan")).standard_normal((len(places) + 3, n)).astype(np.float32)
+    for row, j in enumerate(places):
+        x[row, j] = np.nan
+    x[len(places), 40] = np.inf
+    x[len(places) + 1, 40] = -np.inf
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=1, keepdims=True))
+        ref = e / e.sum(axis=1, keepdims=True)
+    launch = Launch(x.shape, (x.shape[1:] and (n, 1),), (x.shape,), (x.shape,))
+    for schedule in cpu.schedules_for(k):
+        out = np.zeros_like(x)
+        BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([x, out], launch)
+        assert np.array_equal(np.isnan(out), np.isnan(ref)), schedule.name
+        assert np.isnan(ref[:len(places) + 1]).all() and not np.isnan(ref[len(places) + 1:]).any()
+        ok = ~np.isnan(ref)
+        assert np.allclose(out[ok], ref[ok], rtol=1e-5, atol=1e-30), schedule.name
 
 
 def test_width_and_split_reach_the_source():

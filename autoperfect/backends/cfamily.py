@@ -23,7 +23,7 @@ from ..interp import const_array
 from ..graph import Node, make_attrs
 from ..kernel_ir import Instr, KernelIR
 from ..ops import EXACT, Op
-from .schedule import Shifted, cone, plan, shifted, stash
+from .schedule import Shifted, cone, nan_carried, plan, shifted, stash
 
 
 class Unsupported(Exception):
@@ -62,9 +62,12 @@ OWN_MATH = {"expf": "ap_expf"}
 REDUCTIONS = {
     Op.SUM: ("0.0f", "+", "{acc} += {v};"),
     Op.PROD: ("1.0f", "*", "{acc} *= {v};"),
-    Op.RMAX: ("-INFINITY", "max", "{acc} = {acc} > {v} ? {acc} : {v}; {nan} |= ({v} != {v});"),
-    Op.RMIN: ("INFINITY", "min", "{acc} = {acc} < {v} ? {acc} : {v}; {nan} |= ({v} != {v});"),
+    Op.RMAX: ("-INFINITY", "max", "{acc} = {acc} > {v} ? {acc} : {v};"),
+    Op.RMIN: ("INFINITY", "min", "{acc} = {acc} < {v} ? {acc} : {v};"),
 }
+# A max or min drops a NaN it meets after the first element; its flag makes the result NaN, unless
+# a NaN reaches every output of the row without it (schedule.nan_carried).
+NAN_FLAG = " {nan} |= ({v} != {v});"
 STORAGE = {"float32": "float", "float16": "_Float16", "bfloat16": "uint16_t", "bool": "uint8_t",
            "int32": "int32_t"}
 VALUE = {"float32": "float", "float16": "float", "bfloat16": "float", "bool": "int", "int32": "int"}
@@ -284,6 +287,14 @@ class CRenderer(CFamily):
         invert = schedule.reciprocal and not exact(kernel)
         self.inverted = frozenset(i.srcs[1] for i in kernel.body if invert and i.op is Op.DIV
                                   and i.space == "elem" and kernel.body[i.srcs[1]].space == "row")
+        # max and min reductions that keep a NaN flag (those whose NaN every output carries anyway don't)
+        self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
+                                 and not nan_carried(kernel, i.id))
+
+    def accumulate(self, r: int, acc: str, v: str, nan: str) -> str:
+        """Reduction r's accumulate statement, with its NaN flag where it keeps one."""
+        return REDUCTIONS[self.k.body[r].op][2].format(acc=acc, v=v) + (
+            NAN_FLAG.format(nan=nan, v=v) if r in self.flagged else "")
 
     def expr(self, ins: Instr) -> str:
         if ins.op is Op.DIV and ins.srcs[1] in self.inverted:
@@ -349,15 +360,14 @@ class CRenderer(CFamily):
         for r in reductions:
             ident, omp, _ = REDUCTIONS[self.k.body[r].op]
             clauses.append(f"reduction({omp}:a{r})")
-            if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+            if r in self.flagged:
                 clauses.append(f"reduction(|:n{r})")
         lines = [f"{indent}{self.simd}{' ' + ' '.join(clauses) if clauses else ''}",
                  f"{indent}for (int64_t j = {lo}; j < {hi}; j++) {{"]
         for i in body:
             lines += [f"{indent}  {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
         for r in reductions:
-            _, _, stmt = REDUCTIONS[self.k.body[r].op]
-            lines.append(f"{indent}  " + stmt.format(acc=f"a{r}", v=self.name(self.k.body[r].srcs[0]), nan=f"n{r}"))
+            lines.append(f"{indent}  " + self.accumulate(r, f"a{r}", self.name(self.k.body[r].srcs[0]), f"n{r}"))
         lines += [f"{indent}  {acc} += {v};" for acc, v in extra]
         lines.append(f"{indent}}}")
         return lines
@@ -378,8 +388,11 @@ class CRenderer(CFamily):
         ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
         lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
         for r, (ident, _, _) in ops.items():
-            lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
-            lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
+            if r in self.flagged:
+                lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
+                lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
+            else:
+                lines.append(f"{inner}float p{r}[{w}]; for (int l = 0; l < {w}; l++) p{r}[l] = {ident};")
         for acc, _ in extra:
             lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
         lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
@@ -390,9 +403,8 @@ class CRenderer(CFamily):
                   f"{inner}    const int64_t j = jm + l;"]
         for i in body:
             lines += [f"{inner}    {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
-        for r, (_, _, stmt) in ops.items():
-            lines.append(f"{inner}    " + stmt.format(acc=f"p{r}[l]", v=self.name(self.k.body[r].srcs[0]),
-                                                      nan=f"m{r}[l]"))
+        for r in ops:
+            lines.append(f"{inner}    " + self.accumulate(r, f"p{r}[l]", self.name(self.k.body[r].srcs[0]), f"m{r}[l]"))
         lines += [f"{inner}    {acc}p[l] += {v};" for acc, v in extra]
         lines += [f"{inner}  }}", f"{inner}}}"]
         lines += self.combine_lanes(inner, ops, extra)
@@ -418,10 +430,10 @@ class CRenderer(CFamily):
         def merge(lane: str, lanes: bool) -> str:
             """Each partial array's `lane` into lane l of its own (`lanes`) or into the accumulator."""
             out = []
-            for r, (_, _, stmt) in ops.items():
+            for r in ops:
                 flag = f"m{r}[l]" if lanes else f"n{r}"
-                out.append(stmt.format(acc=f"p{r}[l]" if lanes else f"a{r}", v=f"p{r}[{lane}]", nan=flag))
-                if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+                out.append(self.accumulate(r, f"p{r}[l]" if lanes else f"a{r}", f"p{r}[{lane}]", flag))
+                if r in self.flagged:
                     out.append(f"{flag} |= m{r}[{lane}];")
             out += [f"{f'{acc}p[l]' if lanes else acc} += {acc}p[{lane}];" for acc, _ in extra]
             return " ".join(out)
@@ -695,7 +707,7 @@ class CRenderer(CFamily):
             for r in rp.reduces:
                 ident, _, _ = REDUCTIONS[self.k.body[r].op]
                 lines.append(f"    float a{r} = {ident};")
-                if self.k.body[r].op in (Op.RMAX, Op.RMIN):
+                if r in self.flagged:
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
             prefetch = self.s.prefetch > 0 and last and not ahead
@@ -706,8 +718,7 @@ class CRenderer(CFamily):
             else:
                 lines += self.reduce_loop("    ", rp, keep if last else None, prefetch)
             for r in rp.reduces:
-                op = self.k.body[r].op
-                value = f"(n{r} ? NAN : a{r})" if op in (Op.RMAX, Op.RMIN) else f"a{r}"
+                value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
         if st:

@@ -70,6 +70,35 @@ def plan(k: KernelIR) -> Plan:
                 tuple(i.id for i in k.body if i.op is Op.STORE and i.space == "row"))
 
 
+# Ops whose result is NaN wherever an operand is, in every C-family rendering: IEEE arithmetic, and
+# libm's, libmvec's and our own functions (vmath.c passes NaN through its clamp); a row sum of terms
+# of which one is NaN is NaN, its compensated and folded forms included.
+NAN_CARRIERS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG, Op.ABS, Op.SQUARE, Op.SQRT,
+                          Op.RSQRT, Op.RECIPROCAL, Op.EXP, Op.LOG, Op.SUM})
+
+
+def nan_carried(k: KernelIR, r: int) -> bool:
+    """Whether max or min reduction `r` may drop the NaN flag that makes its result NaN where one of
+    its inputs is, changing no output: some row sum adds, for each element, a term that is NaN
+    wherever r's input is (through NAN_CARRIERS alone), and every store carries that sum, so a row
+    holding a NaN stores NaN everywhere with the flag or without it. Softmax is the case: x - max,
+    exp, summed, and every output divided by the sum. The flag costs a compare and an or per
+    element and lane (the reduction ran 1.1-1.2x slower with it in cache,
+    docs/experiments/2026-12-04f-cpu)."""
+    body = k.body
+    lanes = {body[r].srcs[0]}   # elem values NaN wherever r's input element is
+    rows = set()                # values NaN for every element wherever any of r's inputs is
+    for ins in body:
+        if ins.op not in NAN_CARRIERS:
+            continue
+        if any(s in rows for s in ins.srcs) or (ins.op is Op.SUM and ins.srcs[0] in lanes):
+            rows.add(ins.id)
+        elif ins.space == "elem" and any(s in lanes for s in ins.srcs):
+            lanes.add(ins.id)
+    stores = [ins for ins in body if ins.op is Op.STORE]
+    return bool(stores) and all(s.srcs[0] in rows for s in stores)
+
+
 @dataclass(frozen=True)
 class Stash:
     """Keep one per-element value of the last reducing pass in an output row instead of recomputing it
