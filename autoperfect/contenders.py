@@ -297,23 +297,36 @@ def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, rea
     streams = roofline.stream_calls(kernels, read + written, spans, mlx_ones)
     samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
                                      warmup, repeats, seed, burst)
-    medians = {n: float(np.median(samples.pop(f"stream_{n}"))) for n in streams}
-    in_rounds = {n: {"median_s": medians[n], "bytes": moved, "gbps": moved / medians[n] / 1e9}
-                 for n, (_, moved) in streams.items()}
+    paired = {n: samples.pop(f"stream_{n}") for n in streams}
+    in_rounds = {n: {"median_s": float(np.median(paired[n])), "bytes": moved} for n, (_, moved) in streams.items()}
     kernel = samples.pop("kernel")
     return {"kernel": bench.summarize(kernel, seed),
-            "stream_in_rounds": in_rounds_record(in_rounds, read, written),
+            "stream_in_rounds": in_rounds_record(in_rounds, read, written, {**paired, "kernel": kernel}, seed),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()}}
 
 
-def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int) -> dict:
-    """The stream kernels timed in the op's rounds: `gbps`, the best of the copy and triad kernels
-    (the stream bandwidth in those rounds), and `mixed_gbps`, the ceiling for the op's own mix of
-    reads and writes from the same rounds' read and copy figures (roofline.mixed_gbps)."""
-    figures = {f"{name}_gbps": r["gbps"] for name, r in in_rounds.items()}
-    return {"gbps": roofline.stream_gbps(figures),
-            "mixed_gbps": roofline.mixed_gbps(read, written, figures), "kernels": in_rounds}
+def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
+                     samples: dict[str, list[float]] | None = None, seed: int = 0) -> dict:
+    """The stream kernels timed in the op's rounds ({name: {"median_s", "bytes"}}): each one's GB/s,
+    `gbps`, the best of the copy and triad kernels (the stream bandwidth in those rounds), and
+    `mixed_gbps`, the ceiling for the op's own mix of reads and writes from the same rounds' read
+    and copy figures (roofline.mixed_gbps). With the rounds' `samples` (the stream kernels' and the
+    op's, "kernel"), `shares_ci95`: bootstrap 95% intervals of the op's share of each of the two,
+    its rounds resampled whole (bench.paired_interval)."""
+    kernels = {name: {**r, "gbps": r["bytes"] / r["median_s"] / 1e9} for name, r in in_rounds.items()}
+
+    def ceilings(seconds: dict[str, float]) -> dict[str, float]:
+        figures = {f"{name}_gbps": kernels[name]["bytes"] / seconds[name] / 1e9 for name in kernels}
+        return {"gbps": roofline.stream_gbps(figures), "mixed_gbps": roofline.mixed_gbps(read, written, figures)}
+
+    record = {**ceilings({name: r["median_s"] for name, r in kernels.items()}), "kernels": kernels}
+    if samples is not None:
+        def share(key: str) -> Callable[[dict[str, float]], float]:
+            return lambda medians: (read + written) / medians["kernel"] / 1e9 / ceilings(medians)[key]
+        record["shares_ci95"] = {key: bench.paired_interval(share(key), samples, seed)
+                                 for key in ("gbps", "mixed_gbps")}
+    return record
 
 
 def scaled_shapes(spec: OpSpec, divisor: int) -> dict[str, tuple[int, ...]] | None:

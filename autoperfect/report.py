@@ -46,6 +46,8 @@ class Timing:
     stream_gbps: float | None = None  # the stream kernels timed in the same rounds (older files: none)
     rounds_stream_gbps: float | None = None  # ... the best copy or triad among them: the stream bandwidth then
     bytes_read: int | None = None     # of bytes_moved, those read (older files: not recorded)
+    # bootstrap 95% intervals of the kernel's share of each of those two (older files: none)
+    rounds_shares_ci95: dict[str, tuple[float, float]] | None = None
 
     @property
     def gbps(self) -> float:
@@ -139,7 +141,8 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       bytes_moved=int(measured["bytes_moved"]), bound=_bound(measured.get("classification")),
                       stream_gbps=_stream_gbps(section.get("stream_in_rounds")),
                       rounds_stream_gbps=_stream_gbps(section.get("stream_in_rounds"), "gbps"),
-                      bytes_read=int(measured["bytes_read"]) if _is_number(measured.get("bytes_read")) else None)
+                      bytes_read=int(measured["bytes_read"]) if _is_number(measured.get("bytes_read")) else None,
+                      rounds_shares_ci95=_shares_ci95(section.get("stream_in_rounds")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
 
@@ -152,6 +155,17 @@ def _stream_gbps(record: object, key: str = "mixed_gbps") -> float | None:
         return None
     gbps = record.get(key, record.get("gbps"))
     return float(gbps) if _is_number(gbps) and gbps > 0 else None
+
+
+def _shares_ci95(record: object) -> dict[str, tuple[float, float]] | None:
+    """The intervals of the kernel's share of the in-round ceilings (`gbps`, `mixed_gbps`) that
+    bench.json records, those well formed."""
+    shares = record.get("shares_ci95") if isinstance(record, dict) else None
+    if not isinstance(shares, dict):
+        return None
+    found = {key: (float(ci[0]), float(ci[1])) for key, ci in shares.items()
+             if isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) and v > 0 for v in ci) and ci[0] <= ci[1]}
+    return found or None
 
 
 def _bound(classification: object) -> dict | None:
@@ -349,7 +363,8 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     """The CPU performance goals, checked against the warm-allocator figures: memory-bound ops of
     GOAL_MEMORY_BYTES or more at GOAL_STREAM_SHARE of the stream bandwidth (shown beside their share
     of their own mix's ceiling, from the roofline and from the stream kernels timed in the op's own
-    rounds; in single calls and in the steady state), every op ahead of MUST_BEAT, none behind
+    rounds, with the bootstrap interval of that share over the rounds resampled whole; in single
+    calls and in the steady state), every op ahead of MUST_BEAT, none behind
     torch.compile, and the geometric mean over torch.compile. Each verdict is the figures', none is
     asserted."""
     timed = [(row, t) for row in rows if row.backend == "cpu" and isinstance(t := row.timings.get("warm"), Timing)]
@@ -358,8 +373,8 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
         return lines + ["No CPU kernel with warm-allocator timings" + ("" if ceiling else " and no roofline")
                         + ": nothing to check.", ""]
     header = ["op/backend", "MB moved", "bound", "% of stream BW", "% of its mix's ceiling",
-              "% of its mix's ceiling in its rounds", "steady: % of stream BW",
-              "steady: % of its mix's ceiling in its bursts", "in cache: ms, x its traffic at the stream BW",
+              "% of its mix's ceiling in its rounds [95% interval]", "steady: % of stream BW",
+              "steady: % of its mix's ceiling in its bursts [95% interval]", "in cache: ms, x its traffic at the stream BW",
               *(f"over {name}" for name in (*MUST_BEAT, "torch_compile"))]
     lines += [_table_row(header), _table_row(["---"] * len(header))]
     short = {"warm": [], "steady": []}
@@ -379,11 +394,13 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
             stream = roofline.fraction(s.bytes_moved, s.kernel["median_s"], ceiling)
             then = s.gbps / s.rounds_stream_gbps if s.rounds_stream_gbps else None
             mix_then = s.gbps / s.stream_gbps if s.stream_gbps else None
+            ci = s.rounds_shares_ci95 or {}
             if memory_bound and s.bytes_moved >= GOAL_MEMORY_BYTES:
-                for missed, share in ((short, stream), (short_then, then), (short_mix, mix_then)):
+                for missed, share, interval in ((short, stream, None), (short_then, then, ci.get("gbps")),
+                                                (short_mix, mix_then, ci.get("mixed_gbps"))):
                     if share is None or share < GOAL_STREAM_SHARE:  # none recorded: no verdict of met
-                        missed[state].append(f"{row.op} ({_percent(share)})")
-            cells[state] = (_percent(stream), _percent(mix_then))
+                        missed[state].append(f"{row.op} ({_percent(share, interval)})")
+            cells[state] = (_percent(stream), _percent(mix_then, ci.get("mixed_gbps")))
         for name in MUST_BEAT + ("torch_compile",):
             s = t.speedup.get(name)
             if s and s["median"] < 1:
@@ -425,8 +442,11 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     return lines
 
 
-def _percent(share: float | None) -> str:
-    return NONE if share is None else f"{100 * share:.0f}%"
+def _percent(share: float | None, interval: tuple[float, float] | None = None) -> str:
+    """A share as a percentage, with its 95% interval where one was measured."""
+    if share is None:
+        return NONE
+    return f"{100 * share:.0f}%" + ("" if interval is None else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]")
 
 
 def _short_of(missed: list[str], sep: str = ", ") -> str:

@@ -111,6 +111,22 @@ def test_speedup_refuses_unpaired_samples():
         bench.speedup([1.0, 1.0], [2.0], seed=0)
 
 
+def test_a_paired_interval_resamples_whole_rounds():
+    """Two contenders whose rounds drift together by 2x, one always half the other's time: resampled
+    round by round, the ratio of their medians stays 2; resampled apart, the same samples would give
+    an interval a drifting machine makes wide."""
+    rng = np.random.default_rng(7)
+    drift = rng.uniform(1.0, 2.0, size=31)
+    samples = {"kernel": list(0.002 * drift), "stream": list(0.001 * drift)}
+    ratio = lambda m: m["kernel"] / m["stream"]
+    assert bench.paired_interval(ratio, samples, seed=3) == pytest.approx([2.0, 2.0])
+    shuffled = {"kernel": samples["kernel"], "stream": list(rng.permutation(samples["stream"]))}
+    lo, hi = bench.paired_interval(ratio, shuffled, seed=3)
+    assert hi - lo > 0.3
+    with pytest.raises(ValueError, match="differ in length"):
+        bench.paired_interval(ratio, {"kernel": [1.0, 1.0], "stream": [2.0]}, seed=0)
+
+
 def test_machine_names_cpu_cores_and_versions():
     info = bench.machine()
     assert info["cores"] == os.cpu_count()

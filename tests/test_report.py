@@ -199,6 +199,18 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
     (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
     assert f"| {mixed:.0f}% | {100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / 35.0:.0f}% |" in row
+    # the rounds' intervals, where bench.json has them, beside the shares they bound; malformed: none
+    data["stream_in_rounds"]["shares_ci95"] = {"gbps": [0.61, 0.77], "mixed_gbps": [0.70, 0.88]}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    assert f"| {100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / 35.0:.0f}% [70, 88] |" in row
+    assert f"single calls: not chain ({100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / 40.0:.0f}% [61, 77])" in section
+    assert "held to the read kernel), single calls: not chain (79% [70, 88])" in section
+    data["stream_in_rounds"]["shares_ci95"] = {"gbps": [0.9, 0.5], "mixed_gbps": "wide"}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "not chain (79%)" in _build(results)
+    del data["stream_in_rounds"]["shares_ci95"]
     assert "not chain behind torch_compile (0.90x)" in section
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
 

@@ -74,6 +74,31 @@ def test_mixed_ceiling_spans_the_read_and_copy_kernels():
     assert roofline.mixed_gbps(1000, 1000, {**figures, "read_gbps": 20.0}) == pytest.approx(40.0)
 
 
+def test_the_in_round_record_gives_the_ops_shares_with_their_intervals():
+    """contenders.in_rounds_record: each stream kernel's GB/s from its median, the best copy or triad
+    and the op's mix's ceiling from them, and, from the rounds' samples, 95% intervals of the op's
+    share of each that hold the median's share; rounds that drift together leave the share alone."""
+    from autoperfect.contenders import in_rounds_record
+
+    read = written = 4 << 20
+    rate = {"copy": 35.0, "copy_nt": 50.0, "triad": 34.0, "triad_nt": 45.0, "read": 30.0}   # GB/s
+    moved = {name: (4 if name == "read" else 8 if "copy" in name else 12) << 20 for name in rate}
+    drift = np.random.default_rng(11).uniform(1.0, 1.6, size=21)
+    samples = {name: list(moved[name] / (rate[name] * 1e9) * drift) for name in rate}
+    samples["kernel"] = list((read + written) / (40e9) * drift)   # 40 GB/s: 80% of the copy's 50
+    medians = {name: {"median_s": float(np.median(samples[name])), "bytes": moved[name]} for name in rate}
+    record = in_rounds_record(medians, read, written, samples, seed=4)
+    assert record["kernels"]["copy_nt"]["gbps"] == pytest.approx(50.0 / np.median(drift))
+    assert record["gbps"] == pytest.approx(50.0 / np.median(drift))
+    assert record["mixed_gbps"] == pytest.approx(roofline.mixed_gbps(read, written, {
+        f"{name}_gbps": rate[name] / np.median(drift) for name in rate}))
+    assert record["shares_ci95"]["gbps"] == pytest.approx([0.8, 0.8])
+    lo, hi = record["shares_ci95"]["mixed_gbps"]
+    assert lo == pytest.approx(hi) == pytest.approx(40.0 / roofline.mixed_gbps(read, written, {
+        f"{name}_gbps": rate[name] for name in rate}))
+    assert "shares_ci95" not in in_rounds_record(medians, read, written)
+
+
 def test_bound_holds_a_reduction_to_the_read_ceiling(measured):
     work = {"flops": 0, "functions": {}}
     mostly_read = roofline.bound(4 << 20, work, measured, read_bytes=(4 << 20) - 8)
