@@ -65,8 +65,8 @@ REDUCTIONS = {
     Op.RMAX: ("-INFINITY", "max", "{acc} = {acc} > {v} ? {acc} : {v};"),
     Op.RMIN: ("INFINITY", "min", "{acc} = {acc} < {v} ? {acc} : {v};"),
 }
-# A max or min drops a NaN it meets after the first element; its flag makes the result NaN, unless
-# a NaN reaches every output of the row without it (schedule.nan_carried).
+# A max's or min's compare lets the next element replace a NaN it took; its flag makes the result
+# NaN, unless a NaN reaches every output of the row without it (schedule.nan_carried).
 NAN_FLAG = " {nan} |= ({v} != {v});"
 STORAGE = {"float32": "float", "float16": "_Float16", "bfloat16": "uint16_t", "bool": "uint8_t",
            "int32": "int32_t"}

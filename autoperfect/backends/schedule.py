@@ -83,8 +83,8 @@ def nan_carried(k: KernelIR, r: int) -> bool:
     wherever r's input is (through NAN_CARRIERS alone), and every store carries that sum, so a row
     holding a NaN stores NaN everywhere with the flag or without it. Softmax is the case: x - max,
     exp, summed, and every output divided by the sum. The flag costs a compare and an or per
-    element and lane (the reduction ran 1.1-1.2x slower with it in cache,
-    docs/experiments/2026-12-04f-cpu)."""
+    element and lane: softmax's kernel ran 1.09-1.14x slower with it in cache and 1.03-1.05x read
+    from memory (docs/experiments/2026-12-04f-cpu)."""
     body = k.body
     lanes = {body[r].srcs[0]}   # elem values NaN wherever r's input element is
     rows = set()                # values NaN for every element wherever any of r's inputs is
