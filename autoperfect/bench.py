@@ -153,18 +153,18 @@ def speedup(kernel: list[float], baseline: list[float], seed: int) -> dict:
     return {"median": float(np.median(base) / np.median(kern)), "ci95": _interval(ratios)}
 
 
-def paired_interval(statistic: Callable[[dict[str, float]], float], samples: dict[str, list[float]],
-                    seed: int) -> list[float]:
-    """A bootstrap 95% interval of `statistic` of the contenders' medians (by name), whole rounds
-    resampled together as `speedup` resamples its pairs: what a round shared (a slow moment of the
-    machine) moves every contender in it alike."""
+def paired_intervals(statistics: Callable[[dict[str, float]], dict[str, float]],
+                     samples: dict[str, list[float]], seed: int) -> dict[str, list[float]]:
+    """Bootstrap 95% intervals of the named `statistics` of the contenders' medians (by name), whole
+    rounds resampled together as `speedup` resamples its pairs: what a round shared (a slow moment
+    of the machine) moves every contender in it alike."""
     values = {name: _as_samples(s) for name, s in samples.items()}
     if len({len(v) for v in values.values()}) != 1:
         raise ValueError(f"paired samples differ in length: {sorted((n, len(v)) for n, v in values.items())}")
     rounds = _bootstrap_indices(np.random.default_rng(seed), len(next(iter(values.values()))))
     medians = {name: np.median(v[rounds], axis=1) for name, v in values.items()}
-    return _interval(np.array([statistic({name: float(m[b]) for name, m in medians.items()})
-                               for b in range(len(rounds))]))
+    found = [statistics({name: float(m[b]) for name, m in medians.items()}) for b in range(len(rounds))]
+    return {key: _interval(np.array([f[key] for f in found])) for key in found[0]}
 
 
 def _as_samples(samples: list[float]) -> np.ndarray:

@@ -313,7 +313,7 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
     `mixed_gbps`, the ceiling for the op's own mix of reads and writes from the same rounds' read
     and copy figures (roofline.mixed_gbps). With the rounds' `samples` (the stream kernels' and the
     op's, "kernel"), `shares_ci95`: bootstrap 95% intervals of the op's share of each of the two,
-    its rounds resampled whole (bench.paired_interval)."""
+    its rounds resampled whole (bench.paired_intervals)."""
     kernels = {name: {**r, "gbps": r["bytes"] / r["median_s"] / 1e9} for name, r in in_rounds.items()}
 
     def ceilings(seconds: dict[str, float]) -> dict[str, float]:
@@ -322,10 +322,10 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
 
     record = {**ceilings({name: r["median_s"] for name, r in kernels.items()}), "kernels": kernels}
     if samples is not None:
-        def share(key: str) -> Callable[[dict[str, float]], float]:
-            return lambda medians: (read + written) / medians["kernel"] / 1e9 / ceilings(medians)[key]
-        record["shares_ci95"] = {key: bench.paired_interval(share(key), samples, seed)
-                                 for key in ("gbps", "mixed_gbps")}
+        def shares(medians: dict[str, float]) -> dict[str, float]:
+            achieved = (read + written) / medians["kernel"] / 1e9
+            return {key: achieved / gbps for key, gbps in ceilings(medians).items()}
+        record["shares_ci95"] = bench.paired_intervals(shares, samples, seed)
     return record
 
 

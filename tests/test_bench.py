@@ -118,13 +118,13 @@ def test_a_paired_interval_resamples_whole_rounds():
     rng = np.random.default_rng(7)
     drift = rng.uniform(1.0, 2.0, size=31)
     samples = {"kernel": list(0.002 * drift), "stream": list(0.001 * drift)}
-    ratio = lambda m: m["kernel"] / m["stream"]
-    assert bench.paired_interval(ratio, samples, seed=3) == pytest.approx([2.0, 2.0])
+    ratio = lambda m: {"ratio": m["kernel"] / m["stream"]}
+    assert bench.paired_intervals(ratio, samples, seed=3)["ratio"] == pytest.approx([2.0, 2.0])
     shuffled = {"kernel": samples["kernel"], "stream": list(rng.permutation(samples["stream"]))}
-    lo, hi = bench.paired_interval(ratio, shuffled, seed=3)
+    lo, hi = bench.paired_intervals(ratio, shuffled, seed=3)["ratio"]
     assert hi - lo > 0.3
     with pytest.raises(ValueError, match="differ in length"):
-        bench.paired_interval(ratio, {"kernel": [1.0, 1.0], "stream": [2.0]}, seed=0)
+        bench.paired_intervals(ratio, {"kernel": [1.0, 1.0], "stream": [2.0]}, seed=0)
 
 
 def test_machine_names_cpu_cores_and_versions():

@@ -388,11 +388,9 @@ class CRenderer(CFamily):
         ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
         lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
         for r, (ident, _, _) in ops.items():
-            if r in self.flagged:
-                lines.append(f"{inner}float p{r}[{w}]; int m{r}[{w}];")
-                lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident}; m{r}[l] = 0; }}")
-            else:
-                lines.append(f"{inner}float p{r}[{w}]; for (int l = 0; l < {w}; l++) p{r}[l] = {ident};")
+            flag = (f" int m{r}[{w}];", f" m{r}[l] = 0;") if r in self.flagged else ("", "")
+            lines.append(f"{inner}float p{r}[{w}];{flag[0]}")
+            lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident};{flag[1]} }}")
         for acc, _ in extra:
             lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
         lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
