@@ -138,11 +138,15 @@ OURS = set(OWN_MATH.values())  # our vector math (backends/vmath.c), linked in b
 BUILTINS = {"__builtin_expect", "__builtin_assume_aligned", "__builtin_prefetch", "__builtin_unreachable",
             "__builtin_memcpy", "__builtin_memset", "__builtin_isnan", "__builtin_isinf", "__builtin_inff",
             "__builtin_nanf", "__builtin_huge_valf"} | {f"__builtin_{m}" for m in MATH}
-# streaming (non-temporal) stores and the fence that orders them, and the fold of a split sum's
-# partials (CRenderer.combine_lanes): the renderer's only intrinsics
+# streaming (non-temporal) stores and the fence that orders them, the fold of a split sum's partials
+# (CRenderer.combine_lanes), and the AVX-512 arithmetic of vector groups (CRenderer.vector_groups)
+# and of our inline exp (backends/vmath_avx512.h): the renderer's only intrinsics
 INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_load_ps", "_mm_stream_ps",
               "_mm_load_ps", "_mm_sfence",
-              "_mm512_reduce_add_ps", "_mm512_add_ps", "_mm512_loadu_ps"}
+              "_mm512_reduce_add_ps", "_mm512_add_ps", "_mm512_loadu_ps", "_mm512_storeu_ps",
+              "_mm512_set1_ps", "_mm512_max_ps", "_mm512_min_ps", "_mm512_abs_ps", "_mm512_sqrt_ps",
+              "_mm512_mul_ps", "_mm512_fmadd_ps", "_mm512_fnmadd_ps", "_mm512_roundscale_ps",
+              "_mm512_scalef_ps"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"

@@ -8,15 +8,13 @@ knob is for: where it applies, that it applies, and its edge cases.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from autoperfect import backends
+from autoperfect import backends, static
 from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
 from autoperfect.backends.schedule import nan_carried
@@ -27,7 +25,8 @@ from autoperfect.pipeline import front
 from autoperfect.spec import parse_op, seed_for
 
 BE = backends.get("cpu")
-OURS = ["apmath_scratch_v16"] if cpu.vmath_object() is not None else []  # our exp: AVX2 and FMA
+# our exp (AVX2 and FMA), and its inline AVX-512 form in vector groups where the compiler targets AVX-512
+OURS = ["apmath_scratch_v16", *(["apmath_scratch_avx512"] if cpu.avx512() else [])] if cpu.vmath_object() else []
 
 
 def spec_of(name: str, fn: str, **inputs):
@@ -429,14 +428,16 @@ def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
     assert "__builtin_prefetch" not in plain and "ap_ahead" not in plain
 
 
-def avx512() -> bool:
-    """Whether this machine's compiler targets AVX-512 under the backend's flags (-march=native)."""
-    probe = subprocess.run([os.environ.get("CC", "gcc"), "-march=native", "-dM", "-E", "-x", "c", "/dev/null"],
-                           capture_output=True, text=True)
-    return "__AVX512F__" in probe.stdout
+def without_avx512(source: str) -> str:
+    """`source` taking its `#if defined(__AVX512F__)` branches' other side. The #undef goes after
+    the headers: <immintrin.h> turns on AVX-512 for its own definitions and back off at the end,
+    which defines __AVX512F__ again where the compiler targets it."""
+    head, sep, kernel = source.partition("\nvoid ")
+    assert sep, "no kernel definition in the source"
+    return f"{head}\n#undef __AVX512F__{sep}{kernel}"
 
 
-@pytest.mark.skipif(not avx512(), reason="the fold of 32 partial sums is AVX-512's; elsewhere the tree is all there is")
+@pytest.mark.skipif(not cpu.avx512(), reason="the fold of 32 partial sums is AVX-512's; elsewhere the tree is all there is")
 @pytest.mark.parametrize("name", ["rows_v16", "rows_shifted_v16"])
 def test_the_avx512_fold_of_partial_sums_gives_the_trees_bits(name, tmp_path):
     """combine_lanes folds 32 partial sums with `_mm512_reduce_add_ps` where AVX-512 is there,
@@ -447,7 +448,7 @@ def test_the_avx512_fold_of_partial_sums_gives_the_trees_bits(name, tmp_path):
     source = BE.render(k, schedule_named(k, name))
     assert "_mm512_reduce_add_ps" in source
     folded = BE.Kernel(k, BE.build(source, tmp_path).library)
-    tree_build = BE.build("#undef __AVX512F__\n" + source, tmp_path)
+    tree_build = BE.build(without_avx512(source), tmp_path)
     assert tree_build.ok, tree_build.log
     tree = BE.Kernel(k, tree_build.library)
     rng = np.random.default_rng(seed_for("fold", name))
@@ -461,6 +462,98 @@ def test_the_avx512_fold_of_partial_sums_gives_the_trees_bits(name, tmp_path):
             outs.append(got)
         for a, b in zip(*outs):
             assert np.array_equal(a, b), (rows, n)
+
+
+def bits_or_nan(a: np.ndarray) -> np.ndarray:
+    """`a`'s bits, every NaN as one pattern (a NaN's payload is not what a kernel is judged on)."""
+    return np.where(np.isnan(a), np.float32(np.nan), a).view(np.uint32)
+
+
+# (function, input shapes but the row's, variant the vector groups go into)
+VECTOR_CASES = {
+    "softmax": ("def f(x):\n    return mx.softmax(x, axis=-1)\n", {}, "apmath_scratch_avx512"),
+    "mean_var": ("def f(x):\n    return mx.mean(x, axis=-1), mx.var(x, axis=-1)\n", {}, "rows_shifted_v16"),
+    "rmsnorm": ("def f(x, w):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w\n",
+                {"w": "row"}, "rows_v16"),
+    "logsumexp": ("def f(x, b):\n    return mx.logsumexp(mx.abs(x) * b - mx.sqrt(mx.abs(x)), axis=-1)\n",
+                  {"b": "scalar"}, "apmath_v16"),
+}
+
+
+@pytest.mark.skipif(not cpu.avx512() or cpu.vmath_object() is None,
+                    reason="vector groups are AVX-512 (and the softmax case calls our exp)")
+@pytest.mark.parametrize("case", list(VECTOR_CASES))
+def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
+    """Schedule.vectors writes a split loop's whole groups in AVX-512 vectors (lane l of block h
+    is the `omp simd` group's lane 16h + l), inlining our exp: the same partial sums, maxes and
+    exps, so the same bits. The same source built with __AVX512F__ undefined takes the `omp simd`
+    groups; ragged rows (tails, rows shorter than a group, compensated blocks), NaN, +-inf and
+    huge values agree bit for bit, NaN where NaN."""
+    fn, extra, name = VECTOR_CASES[case]
+    shapes = {"row": [1024], "scalar": [1]}
+    k = kernel_of(spec_of("f", fn, x={"shape": [4, 1024], "dtype": "float32"},
+                          **{a: {"shape": shapes[kind], "dtype": "float32"} for a, kind in extra.items()}))
+    found = [s for s in cpu.schedules_for(k) if s.name == name]
+    schedule = replace(found[0] if found else Schedule(name, own_math=True, lanes=16, split=cpu.SPLIT), vectors=True)
+    source = BE.render(k, schedule)
+    assert "__m512 " in source and static.check(source, "cpu", k.name).passed
+    assert ("ap_expf_v16(" in source) == schedule.own_math
+    vector = BE.Kernel(k, library(k, schedule, tmp_path))
+    groups_build = BE.build(without_avx512(source), tmp_path)
+    assert groups_build.ok, groups_build.log
+    groups = BE.Kernel(k, groups_build.library)
+    rng = np.random.default_rng(seed_for("vector-groups", case))
+    for rows, n in ((5, 1000), (3, cpu.COMPENSATE_FROM + 37), (4, 31), (3, 7)):
+        x = (rng.standard_normal((rows, n)) * rng.uniform(0.1, 30.0, (rows, 1))).astype(np.float32)
+        x[1, n // 2] = np.nan
+        x[2, 0] = np.inf
+        x[-1, -1] = -np.inf if rows > 3 else 3e38
+        ins = [x] + [rng.uniform(0.5, 2.0, {"row": n, "scalar": 1}[kind]).astype(np.float32) for kind in extra.values()]
+        strides = ((n, 1),) + tuple({"row": (0, 1), "scalar": (0, 0)}[kind] for kind in extra.values())
+        out_shapes = [(rows, n) if a.space == "elem" else (rows,) for a in k.args if a.role == "out"]
+        launch = Launch((rows, n), strides, tuple(i.shape for i in ins), tuple(out_shapes))
+        got = []
+        for kern in (vector, groups):
+            outs = [np.full(sh, -1.0, dtype=np.float32) for sh in out_shapes]
+            kern.run_numpy([*ins, *outs], launch)
+            got.append(outs)
+        for a, b in zip(*got):
+            assert np.array_equal(bits_or_nan(a), bits_or_nan(b)), (case, rows, n)
+
+
+@pytest.mark.parametrize("fn, dtype, schedule, vectorized", [
+    ("mx.max(x, axis=-1)", "float32", Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
+    ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "float16",
+     Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
+    ("mx.softmax(x, axis=-1)", "float32", Schedule("v", vector_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 1),
+    ("mx.sum(mx.sigmoid(x), axis=-1)", "float32",
+     Schedule("v", own_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 0),
+    ("mx.sum(x, axis=-1)", "float32", Schedule("v", lanes=16, split=24, vectors=True), 0),
+], ids=["max-stored-keeps-its-nan-flag", "float16", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
+def test_no_vector_groups_where_a_group_has_no_vector_form(fn, dtype, schedule, vectorized):
+    """The vector groups stand in only where every instruction of a group has a vector spelling
+    here and each partial result fills whole vectors: a max that keeps its NaN flag, a 16-bit value,
+    libmvec's exp (its vector bits differ from its scalar tail's: softmax's max pass alone goes
+    into vectors), a select, a split of 24 keep the `omp simd` groups."""
+    k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 256], "dtype": dtype}))
+    source = BE.render(k, schedule)
+    assert len(set(re.findall(r"__m512 (\w+)v0 = ", source))) == vectorized
+    assert "ap_expf_v16" not in source and not any("__m512" in line and "expf(" in line for line in source.splitlines())
+
+
+def test_the_avx512_twin_of_our_scratch_softmax_is_offered_where_the_compiler_targets_avx512(monkeypatch):
+    """Where vector groups would compile to the `omp simd` form anyway (no AVX-512) the twin would
+    be its sibling's source again: it is offered only where the compiler targets AVX-512, and
+    differs from `apmath_scratch_v16` in its vector groups alone."""
+    if cpu.vmath_object() is None:
+        pytest.skip("no vmath.c on this machine: no own-math variants at all")
+    k = kernel_of(SOFTMAX)
+    monkeypatch.setattr(cpu, "avx512", lambda: True)
+    (twin,) = [s for s in cpu.schedules_for(k) if s.vectors]
+    assert twin.name == "apmath_scratch_avx512"
+    assert replace(twin, vectors=False, name="apmath_scratch_v16") == schedule_named(k, "apmath_scratch_v16")
+    monkeypatch.setattr(cpu, "avx512", lambda: False)
+    assert not any(s.vectors for s in cpu.schedules_for(k))
 
 
 def test_near_twins_differ_from_their_wide_variant_only_in_how_far_ahead_they_fetch():

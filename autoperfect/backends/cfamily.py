@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from .. import dtypes
@@ -57,6 +58,22 @@ VECTOR_MATH = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "sinf", "cos
 # libm's functions of which we have our own (backends/vmath.c, linked by cpu.build; Schedule.own_math):
 # the same bits from its scalar and vector forms, and more accurate than libmvec's
 OWN_MATH = {"expf": "ap_expf"}
+
+# Schedule.vectors: a split loop's whole groups written as AVX-512 vectors of 16 floats
+# (CRenderer.vector_groups). These ops' C templates hold for GCC's vector types as they are (its
+# operators work lane by lane and broadcast a float operand); these are spelled for a vector.
+VECTOR_OPERATORS = frozenset({Op.NEG, Op.SQUARE, Op.RECIPROCAL, Op.ADD, Op.SUB, Op.MUL, Op.DIV})
+VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
+            Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
+# our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
+# its text is pasted into the kernel, so the exp is inlined into the loop instead of called
+VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})"}
+OWN_VECTOR16_SOURCE = Path(__file__).with_name("vmath_avx512.h")
+# reduction -> its accumulate step on vectors: the scalar statement's bits lane by lane (max_ps(a, b)
+# is a > b ? a : b, as REDUCTIONS' compare, which is how GCC vectorizes that)
+VECTOR16_REDUCTIONS = {Op.SUM: "{acc} + {v}", Op.PROD: "{acc} * {v}", Op.RMAX: "_mm512_max_ps({acc}, {v})",
+                       Op.RMIN: "_mm512_min_ps({acc}, {v})"}
+VECTOR_LANES = 16
 
 # reduction -> (identity, OpenMP reduction operator, accumulate statement)
 REDUCTIONS = {
@@ -145,6 +162,13 @@ def called(names, text: str) -> set[str]:
     return {f for f in names if re.search(rf"\b{f}\(", text)}
 
 
+def own_vector16() -> str:
+    """The inline vector forms of our functions (VECTOR16_OWN) as a kernel pastes them: the
+    header's code without its comment."""
+    text = OWN_VECTOR16_SOURCE.read_text()
+    return text[text.index("static inline"):].rstrip()
+
+
 def own_math(template: str) -> str:
     """`template` calling our functions (OWN_MATH) where it calls libm's."""
     return re.sub(rf"\b({'|'.join(OWN_MATH)})\(", lambda m: f"{OWN_MATH[m.group(1)]}(", template)
@@ -182,6 +206,7 @@ class Schedule:
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
+    vectors: bool = False     # with split: its whole groups as AVX-512 vectors, our functions inlined (CRenderer.vector_groups)
 
 
 class CFamily:
@@ -344,12 +369,15 @@ class CRenderer(CFamily):
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
              reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None,
-             prefetch: bool = False, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
-        """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash); `prefetch`
-        asks a split loop to fetch the next row's inputs while it computes on this one's; `extra`
-        are further float sums (accumulator, value) beside the reductions (a shifted spread)."""
+             prefetch: bool = False, extra: Sequence[tuple[str, str]] = (),
+             vector_for: dict[int, list[str]] | None = None) -> list[str]:
+        """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash), and
+        `vector_for` the same in a split loop's vector groups (`vector_groups`: none where one is
+        missing); `prefetch` asks a split loop to fetch the next row's inputs while it computes on
+        this one's; `extra` are further float sums (accumulator, value) beside the reductions (a
+        shifted spread)."""
         if reductions and self.s.split:
-            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch, extra)
+            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch, extra, vector_for)
         return self.simd_loop(indent, body, lo, hi, reductions, lines_for, extra)
 
     def simd_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int] = (),
@@ -374,7 +402,8 @@ class CRenderer(CFamily):
 
     def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
                    lines_for: dict[int, list[str]] | None, prefetch: bool = False,
-                   extra: Sequence[tuple[str, str]] = ()) -> list[str]:
+                   extra: Sequence[tuple[str, str]] = (),
+                   vector_for: dict[int, list[str]] | None = None) -> list[str]:
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
         adds (or maxes) of one group wait on none of the others'; the partial results are folded
@@ -393,24 +422,89 @@ class CRenderer(CFamily):
             lines.append(f"{inner}for (int l = 0; l < {w}; l++) {{ p{r}[l] = {ident};{flag[1]} }}")
         for acc, _ in extra:
             lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
-        lines.append(f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{")
-        if prefetch and self.k.rank > 1:
-            lines += self.next_row(inner + "  ", self.contiguous_inputs(body), "jm", w)
-        lines += [f"{inner}  {self.simd}",
+        fetch = self.next_row(inner + "  ", self.contiguous_inputs(body), "jm", w) if prefetch and self.k.rank > 1 else []
+        groups = [f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{", *fetch,
+                  f"{inner}  {self.simd}",
                   f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
                   f"{inner}    const int64_t j = jm + l;"]
         for i in body:
-            lines += [f"{inner}    {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
+            groups += [f"{inner}    {line}" for line in (lines_for or {}).get(i, [self.assign(i)])]
         for r in ops:
-            lines.append(f"{inner}    " + self.accumulate(r, f"p{r}[l]", self.name(self.k.body[r].srcs[0]), f"m{r}[l]"))
-        lines += [f"{inner}    {acc}p[l] += {v};" for acc, v in extra]
-        lines += [f"{inner}  }}", f"{inner}}}"]
+            groups.append(f"{inner}    " + self.accumulate(r, f"p{r}[l]", self.name(self.k.body[r].srcs[0]), f"m{r}[l]"))
+        groups += [f"{inner}    {acc}p[l] += {v};" for acc, v in extra]
+        groups += [f"{inner}  }}", f"{inner}}}"]
+        vector = self.vector_groups(inner, body, list(ops), hi, lines_for, vector_for, fetch, extra)
+        lines += ["#if defined(__AVX512F__)", *vector, "#else", *groups, "#endif"] if vector else groups
         lines += self.combine_lanes(inner, ops, extra)
         # the rest of the row, if any: an empty loop would still combine its reductions' lanes
         lines.append(f"{inner}if (jm < {hi}) {{")
         lines += self.simd_loop(inner + "  ", body, "jm", hi, reductions, lines_for, extra)
         lines += [f"{inner}}}", f"{indent}}}"]
         return lines
+
+    def vector_expr(self, ins: Instr) -> str | None:
+        """Elem instruction `ins` as an expression of `__m512` values (16 float lanes; row values
+        stay floats, which GCC's vector operators broadcast), or None where it has none here."""
+        srcs = [self.name(s) for s in ins.srcs]
+        if ins.dtype != "float32":
+            return None
+        if ins.op is Op.LOAD:
+            a = ins.attr("arg")
+            arg = self.k.args[a]
+            forms = {"contiguous": f"_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": f"_mm512_set1_ps(in{a}[b{a}])"}
+            return forms.get(arg.inner) if arg.dtype == "float32" else None
+        if ins.op is Op.CONST:
+            return f"_mm512_set1_ps({self.expr(ins)})"
+        if ins.op in VECTOR_OPERATORS:
+            return self.expr(ins)
+        functions = VECTOR16 | (VECTOR16_OWN if self.s.own_math else {})
+        if ins.op in functions and all(self.k.body[s].space == "elem" for s in ins.srcs):
+            return functions[ins.op].format(*srcs)
+        return None
+
+    def vector_groups(self, indent: str, body: list[int], reductions: list[int], hi: str,
+                      lines_for: dict[int, list[str]] | None, vector_for: dict[int, list[str]] | None,
+                      fetch: list[str], extra: Sequence[tuple[str, str]]) -> list[str] | None:
+        """With Schedule.vectors, a split loop's whole groups written in AVX-512 vectors, for the
+        compiler to take where it targets AVX-512 (`#if`; the `omp simd` groups elsewhere): the
+        partial results in `__m512` variables, loaded from their arrays before the groups and
+        stored back after them, so combine_lanes and the rest of the row go on as before; each
+        group is SPLIT / 16 blocks of 16 lanes, lane l of block h being the scalar loop's lane
+        16 h + l, so every partial adds the same terms in the same order: the same bits. What it
+        buys is our functions inlined (VECTOR16_OWN): GCC calls an `omp declare simd` function's
+        vector entry point from the loop and keeps no vector register across the call, so the
+        partials went to the stack and back around every exp. None where an instruction has no
+        vector form here (VECTOR_OPERATORS, VECTOR16, a 16-bit or integer value, a strided load),
+        a replaced one has no `vector_for`, a reduction keeps a NaN flag, or the split is no
+        multiple of 16."""
+        w, k, lines_for, vector_for = self.s.split, self.k, lines_for or {}, vector_for or {}
+        if not self.s.vectors or w % VECTOR_LANES or any(r in self.flagged for r in reductions):
+            return None
+        decls = {}
+        for i in body:
+            if i in lines_for:
+                if i not in vector_for:
+                    return None
+                decls[i] = vector_for[i]
+                continue
+            e = self.vector_expr(k.body[i])
+            if e is None:
+                return None
+            decls[i] = [f"const __m512 {self.name(i)} = {e};"]
+        blocks = range(w // VECTOR_LANES)
+        accs = [(f"p{r}", VECTOR16_REDUCTIONS[k.body[r].op], self.name(k.body[r].srcs[0])) for r in reductions]
+        accs += [(f"{acc}p", VECTOR16_REDUCTIONS[Op.SUM], v) for acc, v in extra]
+        lines = [f"{indent}{{"]
+        lines += [f"{indent}  __m512 {a}v{h} = _mm512_loadu_ps({a} + {h * VECTOR_LANES});" for a, _, _ in accs for h in blocks]
+        lines += [f"{indent}  for (; jm + {w} <= {hi}; jm += {w}) {{", *[f"  {line}" for line in fetch]]
+        for h in blocks:
+            lines += [f"{indent}    {{", f"{indent}      const int64_t j = jm + {h * VECTOR_LANES};"]
+            lines += [f"{indent}      {line}" for i in body for line in decls[i]]
+            lines += [f"{indent}      {a}v{h} = {step.format(acc=f'{a}v{h}', v=v)};" for a, step, v in accs]
+            lines.append(f"{indent}    }}")
+        lines.append(f"{indent}  }}")
+        lines += [f"{indent}  _mm512_storeu_ps({a} + {h * VECTOR_LANES}, {a}v{h});" for a, _, _ in accs for h in blocks]
+        return lines + [f"{indent}}}"]
 
     def combine_lanes(self, indent: str, ops: dict, extra: Sequence[tuple[str, str]]) -> list[str]:
         """A split loop's partial results folded pairwise, halving the lanes (p[l] with p[l + h]),
@@ -496,9 +590,11 @@ class CRenderer(CFamily):
         body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers]
-        if not self.streams() and any(FOLD in line for line in body):  # combine_lanes' AVX-512 fold
+        if not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
+        if any(VECTOR16_OWN[Op.EXP].split("(")[0] + "(" in line for line in body):
+            out += ["#if defined(__AVX512F__)", own_vector16(), "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)
@@ -510,7 +606,8 @@ class CRenderer(CFamily):
         return [a for a in sorted(args) if self.k.args[a].inner == "contiguous"]
 
     def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None,
-                    prefetch: bool = False, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
+                    prefetch: bool = False, extra: Sequence[tuple[str, str]] = (),
+                    vector_for: dict[int, list[str]] | None = None) -> list[str]:
         """One reducing pass over a row. With `compensate`, a row of at least that many terms is
         summed in blocks of `COMPENSATED_BLOCK` (each a plain SIMD sum) whose totals are added with
         Neumaier's compensation: the error stays that of one block's sum however long the row, for
@@ -519,7 +616,7 @@ class CRenderer(CFamily):
         sums = [r for r in rp.reduces if self.k.body[r].op is Op.SUM]
         if not (self.s.compensate and sums):
             return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for,
-                             prefetch=prefetch, extra=extra)
+                             prefetch=prefetch, extra=extra, vector_for=vector_for)
         # accumulator -> (compensation, running total, new total)
         names = {f"a{r}": (f"k{r}", f"t{r}", f"s{r}") for r in sums}
         names |= {acc: (f"{acc}k", f"{acc}t", f"{acc}s") for acc, _ in extra}
@@ -531,7 +628,7 @@ class CRenderer(CFamily):
         lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
         lines += [f"{inner}  {a} = 0.0f;" for a in names]
         lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
-                           lines_for=lines_for, prefetch=prefetch, extra=extra)
+                           lines_for=lines_for, prefetch=prefetch, extra=extra, vector_for=vector_for)
         for a, (k, t, s) in names.items():
             lines += [f"{inner}  const float {s} = {t} + {a};",
                       f"{inner}  {k} += fabsf({t}) >= fabsf({a}) ? ({t} - {s}) + {a} : ({a} - {s}) + {t};",
@@ -658,7 +755,10 @@ class CRenderer(CFamily):
         lines += [f"{indent}  ap_k += {v};", f"{indent}}}", f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;"]
         shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
                             "const float ap_dd = ap_d * ap_d;"]}
-        return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")))
+        value = self.vector_expr(self.k.body[sh.value])
+        vector = {sh.value: [f"const __m512 {v} = {value};", f"const __m512 ap_d = {v} - ap_k;",
+                             "const __m512 ap_dd = ap_d * ap_d;"]} if value else {}
+        return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
 
     def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
         """The spread from the shifted sums where shifted_from trusts it, else `again`: the pass
@@ -694,6 +794,13 @@ class CRenderer(CFamily):
         ahead = prefetched if self.s.prefetch > 0 and stores else []
         kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
+        if st and self.s.vectors:  # the same in a vector group (vector_groups)
+            at = "ap_row + j" if self.s.scratch else f"out{st.arg} + r * N + j"
+            value = self.vector_expr(self.k.body[st.value])
+            keep_vector = {st.value: [f"const __m512 {self.name(st.value)} = {value};",
+                                      f"_mm512_storeu_ps({at}, {self.name(st.value)});"]} if value else {}
+        else:
+            keep_vector = {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         if st and self.s.scratch:
@@ -714,7 +821,8 @@ class CRenderer(CFamily):
             elif sh and n == sh.first + 1:
                 lines += self.shifted_spread("    ", sh, self.reduce_loop("      ", rp, None, prefetch))
             else:
-                lines += self.reduce_loop("    ", rp, keep if last else None, prefetch)
+                lines += self.reduce_loop("    ", rp, keep if last else None, prefetch,
+                                          vector_for=keep_vector if last else None)
             for r in rp.reduces:
                 value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")

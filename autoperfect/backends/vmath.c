@@ -92,19 +92,6 @@ __m256 _ZGVcN8v_ap_expf(__m256 x) { AP_EXP_BODY(__m256, _mm256, __m256i, 256) }
 __m256 _ZGVdN8v_ap_expf(__m256 x) { AP_EXP_BODY(__m256, _mm256, __m256i, 256) }
 
 #if defined(__AVX512F__)
-__m512 _ZGVeN16v_ap_expf(__m512 x) {
-  const __m512 c = _mm512_min_ps(_mm512_set1_ps(AP_HI), _mm512_max_ps(_mm512_set1_ps(AP_LO), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(AP_LOG2E)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AP_LN2_HI), c);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(AP_LN2_LO), r);
-  __m512 p = _mm512_set1_ps(AP_C6);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AP_C5));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AP_C4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AP_C3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(AP_C2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);  /* p 2^n rounded once: the two products' bits, in one step */
-}
+#include "vmath_avx512.h"
+__m512 _ZGVeN16v_ap_expf(__m512 x) { return ap_expf_v16(x); }
 #endif

@@ -1,0 +1,21 @@
+/* ap_expf's AVX-512 form (backends/vmath.c says how it works), as an inline function of a vector:
+   vmath.c's entry point _ZGVeN16v_ap_expf returns it, and a kernel whose schedule writes its split
+   loops in vectors (Schedule.vectors) gets this text pasted in and calls it, so GCC inlines the
+   exp into the loop instead of calling the entry point from it (a call lets no value stay in a
+   vector register across it). Include <immintrin.h> first. The constants are vmath.c's AP_ ones, spelled out so that the text
+   stands alone in a kernel; tests/test_vmath.py checks every form's bits against the scalar's. */
+static inline __m512 ap_expf_v16(__m512 x) {
+  const __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(0x1.715476p+0f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e43p-1f), c);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.05c61p-29f), r);
+  __m512 p = _mm512_set1_ps(0x1.687c22p-10f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.123b8ep-7f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555b58p-5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.55548ep-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.fffff8p-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n); /* p 2^n rounded once: the two products' bits, in one step */
+}
