@@ -84,6 +84,24 @@ class Site:
         body = tuple(ins if b.id == ins.id else b for b in self.k.body)
         return type(self)(dataclasses.replace(self.k, body=body), self.source).line(ins.id)
 
+    def rewrite(self, i: int, ins: Instr) -> str:
+        """The source with instruction `i` rendered as `ins` wherever the source spells it: its
+        statement, and in a split loop's vector groups (CRenderer.vector_groups) its vector
+        statement too, so the bug is in the groups the machine runs and not only in the `omp simd`
+        ones an `#if` leaves out."""
+        out = self.swap(self.line(i), self.line_as(ins))
+        if self.simt:
+            return out
+        old, new = self.vector_line(self.k.body[i]), self.vector_line(ins)
+        return out.replace(old, new) if old and new else out
+
+    def vector_line(self, ins: Instr) -> str | None:
+        """Instruction `ins`'s statement in vector groups, None where it has none."""
+        body = tuple(ins if b.id == ins.id else b for b in self.k.body)
+        r = self.renderer(dataclasses.replace(self.k, body=body))
+        value = r.vector_expr(ins)
+        return f"const __m512 {r.name(ins.id)} = {value};" if value else None
+
     def swap(self, old: str, new: str, source: str | None = None) -> str:
         """Every occurrence of `old` (a row kernel recomputes a statement in each pass) becomes `new`
         (in `source`, if given: a rewrite made of several swaps)."""
@@ -212,7 +230,7 @@ def missing_epsilon(s: Site) -> str:
     if not eps:
         raise Skip("no small constant is added to anything (no epsilon)")
     ins = s.k.body[eps[0]]
-    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, attrs=make_attrs({"value": 0.0}))))
+    return s.rewrite(ins.id, dataclasses.replace(ins, attrs=make_attrs({"value": 0.0})))
 
 
 def wrong_constant(s: Site) -> str:
@@ -221,19 +239,19 @@ def wrong_constant(s: Site) -> str:
         value = _const(ins)
         if value and math.isfinite(value) and ins.id not in eps:
             changed = make_attrs({"value": value * 1.001})
-            return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, attrs=changed)))
+            return s.rewrite(ins.id, dataclasses.replace(ins, attrs=changed))
     raise Skip("no coefficient (the constants are sizes or an epsilon)")
 
 
 def sign_flip(s: Site) -> str:
     ins = s.first((Op.ADD, Op.SUB), distinct=True)
     flipped = Op.SUB if ins.op is Op.ADD else Op.ADD
-    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, op=flipped)))
+    return s.rewrite(ins.id, dataclasses.replace(ins, op=flipped))
 
 
 def swapped_operands(s: Site) -> str:
     ins = s.first((Op.SUB, Op.DIV), distinct=True)
-    return s.swap(s.line(ins.id), s.line_as(dataclasses.replace(ins, srcs=ins.srcs[::-1])))
+    return s.rewrite(ins.id, dataclasses.replace(ins, srcs=ins.srcs[::-1]))
 
 
 def dropped_term(s: Site) -> str:
@@ -244,7 +262,7 @@ def dropped_term(s: Site) -> str:
             raise Skip("the stored value is computed without +, -, * or /")
         ins = s.k.body[ins.srcs[0]]
     kept = Instr(ins.id, Op.CAST, ins.dtype, ins.space, ins.srcs[:1], make_attrs({"dtype": ins.dtype}))
-    return s.swap(s.line(ins.id), s.line_as(kept))
+    return s.rewrite(ins.id, kept)
 
 
 def precision_downcast(s: Site) -> str:
@@ -282,10 +300,11 @@ def wrong_broadcast(s: Site) -> str:
                 if inner == "broadcast":
                     return s.swap(old, old.replace(f"b{a}]", f"b{a} + j + u]"))
                 continue
+            along, across = f"_mm512_loadu_ps(in{a} + b{a} + j)", f"_mm512_set1_ps(in{a}[b{a}])"  # vector groups
             if inner == "contiguous" and 0 in strides[:-1]:
-                return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]"))
+                return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]")).replace(along, across)
             if inner == "broadcast":
-                return s.swap(old, old.replace(f"b{a}]", f"b{a} + j]"))
+                return s.swap(old, old.replace(f"b{a}]", f"b{a} + j]")).replace(across, along)
     raise Skip("no input is broadcast")
 
 
@@ -367,7 +386,7 @@ def wrong_input(s: Site) -> str:
                         out = out.replace(line, line.replace(f"in{a} + b{a} + j", f"in{b} + b{b} + j"))
                     return out
                 misread = dataclasses.replace(ins, attrs=make_attrs({"arg": b}))
-                return s.swap(s.line(ins.id), s.line_as(misread))
+                return s.rewrite(ins.id, misread)
     raise Skip("no other input of the same type to read by mistake")
 
 

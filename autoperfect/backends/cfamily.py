@@ -455,6 +455,8 @@ class CRenderer(CFamily):
             return forms.get(arg.inner) if arg.dtype == "float32" else None
         if ins.op is Op.CONST:
             return f"_mm512_set1_ps({self.expr(ins)})"
+        if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype == "float32":
+            return srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
         if ins.op in VECTOR_OPERATORS:
             return self.expr(ins)
         functions = VECTOR16 | (VECTOR16_OWN if self.s.own_math else {})
