@@ -12,7 +12,8 @@ judge can only test what the kernel computes, not what else it does. So a source
   pointer to `system` is as bad as a call); no scalar local read before it is given a value (an
   uninitialized accumulator reads what its register held, which on a GPU was 0 in every run). For
   `cpu`, which writes its own exported signature: every call is to a function the source defines,
-  a math function, a few OpenMP and compiler builtins or the streaming-store intrinsics, and the
+  a math function, a few OpenMP and compiler builtins or the intrinsics the renderer writes
+  (streaming stores, AVX-512 folds and vector groups, our inline exp), and the
   kernel is defined once with the ABI. (GPU sources are bodies inside a signature MLX writes and
   call device intrinsics not listed yet: they get the common rules only.)
 - `mlx` (Python source): an AST allow-list: one function of the kernel's name, no imports, no
