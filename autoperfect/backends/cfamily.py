@@ -595,7 +595,7 @@ class CRenderer(CFamily):
         if not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
-        if any(VECTOR16_OWN[Op.EXP].split("(")[0] + "(" in line for line in body):
+        if called({t.split("(")[0] for t in VECTOR16_OWN.values()}, "\n".join(body)):  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(), "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
