@@ -314,13 +314,17 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
     and copy figures (roofline.mixed_gbps). With the rounds' `samples` (the stream kernels' and the
     op's, "kernel"), `shares_ci95`: bootstrap 95% intervals of the op's share of each of the two,
     its rounds resampled whole (bench.paired_intervals)."""
-    kernels = {name: {**r, "gbps": r["bytes"] / r["median_s"] / 1e9} for name, r in in_rounds.items()}
+    def figures(seconds: dict[str, float]) -> dict[str, float]:
+        return {f"{name}_gbps": r["bytes"] / seconds[name] / 1e9 for name, r in in_rounds.items()}
 
     def ceilings(seconds: dict[str, float]) -> dict[str, float]:
-        figures = {f"{name}_gbps": kernels[name]["bytes"] / seconds[name] / 1e9 for name in kernels}
-        return {"gbps": roofline.stream_gbps(figures), "mixed_gbps": roofline.mixed_gbps(read, written, figures)}
+        found = figures(seconds)
+        return {"gbps": roofline.stream_gbps(found), "mixed_gbps": roofline.mixed_gbps(read, written, found)}
 
-    record = {**ceilings({name: r["median_s"] for name, r in kernels.items()}), "kernels": kernels}
+    medians = {name: r["median_s"] for name, r in in_rounds.items()}
+    at_medians = figures(medians)
+    kernels = {name: {**r, "gbps": at_medians[f"{name}_gbps"]} for name, r in in_rounds.items()}
+    record = {**ceilings(medians), "kernels": kernels}
     if samples is not None:
         def shares(medians: dict[str, float]) -> dict[str, float]:
             achieved = (read + written) / medians["kernel"] / 1e9

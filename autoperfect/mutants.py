@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from . import backends, dtypes, interp, static
-from .backends.cfamily import CRenderer, GpuSchedule, SimtRenderer
+from .backends.cfamily import VECTOR_LOADS, CRenderer, GpuSchedule, SimtRenderer
 from .graph import make_attrs
 from .judge import Settings, draw, run_child, run_isolated, serve
 from .kernel_ir import Instr, KernelIR
@@ -79,10 +79,14 @@ class Site:
     def line(self, i: int) -> str:
         return self.r.assign(i)
 
+    def with_instr(self, ins: Instr) -> "Site":
+        """This site with instruction `ins.id` replaced by `ins`."""
+        body = tuple(ins if b.id == ins.id else b for b in self.k.body)
+        return type(self)(dataclasses.replace(self.k, body=body), self.source)
+
     def line_as(self, ins: Instr) -> str:
         """The statement instruction `ins.id` would render to if it were `ins`."""
-        body = tuple(ins if b.id == ins.id else b for b in self.k.body)
-        return type(self)(dataclasses.replace(self.k, body=body), self.source).line(ins.id)
+        return self.with_instr(ins).line(ins.id)
 
     def rewrite(self, i: int, ins: Instr) -> str:
         """The source with instruction `i` rendered as `ins` wherever the source spells it: its
@@ -92,15 +96,8 @@ class Site:
         out = self.swap(self.line(i), self.line_as(ins))
         if self.simt:
             return out
-        old, new = self.vector_line(self.k.body[i]), self.vector_line(ins)
+        old, new = self.r.vector_assign(i), self.with_instr(ins).r.vector_assign(i)
         return out.replace(old, new) if old and new else out
-
-    def vector_line(self, ins: Instr) -> str | None:
-        """Instruction `ins`'s statement in vector groups, None where it has none."""
-        body = tuple(ins if b.id == ins.id else b for b in self.k.body)
-        r = self.renderer(dataclasses.replace(self.k, body=body))
-        value = r.vector_expr(ins)
-        return f"const __m512 {r.name(ins.id)} = {value};" if value else None
 
     def swap(self, old: str, new: str, source: str | None = None) -> str:
         """Every occurrence of `old` (a row kernel recomputes a statement in each pass) becomes `new`
@@ -300,7 +297,7 @@ def wrong_broadcast(s: Site) -> str:
                 if inner == "broadcast":
                     return s.swap(old, old.replace(f"b{a}]", f"b{a} + j + u]"))
                 continue
-            along, across = f"_mm512_loadu_ps(in{a} + b{a} + j)", f"_mm512_set1_ps(in{a}[b{a}])"  # vector groups
+            along, across = (VECTOR_LOADS[x].format(a=a) for x in ("contiguous", "broadcast"))  # vector groups
             if inner == "contiguous" and 0 in strides[:-1]:
                 return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]")).replace(along, across)
             if inner == "broadcast":

@@ -89,14 +89,14 @@ def test_a_build_links_vmath_and_is_keyed_by_its_source(tmp_path, monkeypatch):
     assert any(Path(p).name.startswith("vmath-") for p in first.command)
     edited = tmp_path / "vmath.c"
     edited.write_text(cpu.VMATH.read_text() + "/* edited */\n")
-    header = tmp_path / cpu.VMATH_AVX512.name
-    header.write_text(cpu.VMATH_AVX512.read_text())
+    header = tmp_path / cfamily.OWN_VECTOR16_SOURCE.name
+    header.write_text(cfamily.OWN_VECTOR16_SOURCE.read_text())
     monkeypatch.setattr(cpu, "VMATH", edited)
     again = cpu.build(source, tmp_path / "a")
     assert again.ok and again.key != first.key and not again.cached
     (tmp_path / "b").mkdir()  # the header vmath.c includes counts too
     monkeypatch.setattr(cpu, "VMATH", tmp_path / "b" / "vmath.c")
-    cpu.VMATH.write_text(cpu.VMATH_AVX512.with_name("vmath.c").read_text())
+    cpu.VMATH.write_text(cfamily.OWN_VECTOR16_SOURCE.with_name("vmath.c").read_text())
     cpu.VMATH.with_name(header.name).write_text(header.read_text() + "/* edited */\n")
     third = cpu.build(source, tmp_path / "a")
     assert third.ok and third.key not in (first.key, again.key) and not third.cached

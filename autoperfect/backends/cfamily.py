@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -63,6 +64,8 @@ OWN_MATH = {"expf": "ap_expf"}
 # (CRenderer.vector_groups). These ops' C templates hold for GCC's vector types as they are (its
 # operators work lane by lane and broadcast a float operand); these are spelled for a vector.
 VECTOR_OPERATORS = frozenset({Op.NEG, Op.SQUARE, Op.RECIPROCAL, Op.ADD, Op.SUB, Op.MUL, Op.DIV})
+# a float32 input's load in a vector group, by how it steps along the row (KernelIR arg `inner`)
+VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": "_mm512_set1_ps(in{a}[b{a}])"}
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
@@ -162,6 +165,7 @@ def called(names, text: str) -> set[str]:
     return {f for f in names if re.search(rf"\b{f}\(", text)}
 
 
+@lru_cache(maxsize=1)
 def own_vector16() -> str:
     """The inline vector forms of our functions (VECTOR16_OWN) as a kernel pastes them: the
     header's code without its comment."""
@@ -451,8 +455,8 @@ class CRenderer(CFamily):
         if ins.op is Op.LOAD:
             a = ins.attr("arg")
             arg = self.k.args[a]
-            forms = {"contiguous": f"_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": f"_mm512_set1_ps(in{a}[b{a}])"}
-            return forms.get(arg.inner) if arg.dtype == "float32" else None
+            form = VECTOR_LOADS.get(arg.inner) if arg.dtype == "float32" else None
+            return form.format(a=a) if form else None
         if ins.op is Op.CONST:
             return f"_mm512_set1_ps({self.expr(ins)})"
         if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype == "float32":
@@ -463,6 +467,12 @@ class CRenderer(CFamily):
         if ins.op in functions and all(self.k.body[s].space == "elem" for s in ins.srcs):
             return functions[ins.op].format(*srcs)
         return None
+
+    def vector_assign(self, i: int) -> str | None:
+        """Elem instruction `i`'s statement in a vector group (as `assign` is in an `omp simd`
+        loop), or None where it has no vector form."""
+        value = self.vector_expr(self.k.body[i])
+        return f"const __m512 {self.name(i)} = {value};" if value else None
 
     def vector_groups(self, indent: str, body: list[int], reductions: list[int], hi: str,
                       lines_for: dict[int, list[str]] | None, vector_for: dict[int, list[str]] | None,
@@ -489,10 +499,10 @@ class CRenderer(CFamily):
                     return None
                 decls[i] = vector_for[i]
                 continue
-            e = self.vector_expr(k.body[i])
-            if e is None:
+            line = self.vector_assign(i)
+            if line is None:
                 return None
-            decls[i] = [f"const __m512 {self.name(i)} = {e};"]
+            decls[i] = [line]
         blocks = range(w // VECTOR_LANES)
         accs = [(f"p{r}", VECTOR16_REDUCTIONS[k.body[r].op], self.name(k.body[r].srcs[0])) for r in reductions]
         accs += [(f"{acc}p", VECTOR16_REDUCTIONS[Op.SUM], v) for acc, v in extra]
@@ -757,9 +767,8 @@ class CRenderer(CFamily):
         lines += [f"{indent}  ap_k += {v};", f"{indent}}}", f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;"]
         shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
                             "const float ap_dd = ap_d * ap_d;"]}
-        value = self.vector_expr(self.k.body[sh.value])
-        vector = {sh.value: [f"const __m512 {v} = {value};", f"const __m512 ap_d = {v} - ap_k;",
-                             "const __m512 ap_dd = ap_d * ap_d;"]} if value else {}
+        value = self.vector_assign(sh.value)
+        vector = {sh.value: [value, f"const __m512 ap_d = {v} - ap_k;", "const __m512 ap_dd = ap_d * ap_d;"]} if value else {}
         return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
 
     def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
@@ -794,15 +803,11 @@ class CRenderer(CFamily):
         stores = st is None and bool(p.final_elem) and self.streams() and self.k.rank > 1
         prefetched = self.contiguous_inputs([i for rp in p.passes for i in rp.elem])
         ahead = prefetched if self.s.prefetch > 0 and stores else []
-        kept = ("ap_row[j]" if self.s.scratch else f"out{st.arg}[r * N + j]") if st else ""
+        row, index = ("ap_row", "j") if self.s.scratch else (f"out{st.arg}" if st else "", "r * N + j")
+        kept = f"{row}[{index}]" if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
-        if st and self.s.vectors:  # the same in a vector group (vector_groups)
-            at = "ap_row + j" if self.s.scratch else f"out{st.arg} + r * N + j"
-            value = self.vector_expr(self.k.body[st.value])
-            keep_vector = {st.value: [f"const __m512 {self.name(st.value)} = {value};",
-                                      f"_mm512_storeu_ps({at}, {self.name(st.value)});"]} if value else {}
-        else:
-            keep_vector = {}
+        value = self.vector_assign(st.value) if st and self.s.vectors else None  # the same in a vector group
+        keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         if st and self.s.scratch:

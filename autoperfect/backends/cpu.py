@@ -23,7 +23,8 @@ import numpy as np
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch
 from ..ops import ULP_BOUND, Op
-from .cfamily import OWN_MATH, PREFETCH_AHEAD, PREFETCH_NEAR, VECTOR_MATH, CRenderer, Schedule, called, exact
+from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, VECTOR_MATH, CRenderer,
+                      Schedule, called, exact)
 from .schedule import plan, shifted, stash
 
 NAME = "cpu"
@@ -49,8 +50,6 @@ MATH_SCHEDULES = (Schedule("libm", compensate=COMPENSATE_FROM),
 # Our own functions where they are all the kernel calls (vmath.c), in vector form
 OWN_MATH_SCHEDULE = Schedule("apmath", own_math=True, compensate=COMPENSATE_FROM)
 VMATH = Path(__file__).with_name("vmath.c")
-# ap_expf's AVX-512 form as an inline function: vmath.c includes it, Schedule.vectors pastes it in
-VMATH_AVX512 = VMATH.with_name("vmath_avx512.h")
 
 
 class CpuRenderer(CRenderer):
@@ -95,10 +94,11 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
             if not any(kernel.body[i].op in ULP_BOUND for i in kept.final_elem if i != kept.value):
                 found += (scratch(stashed),)
         if functions <= OWN_MATH.keys() and vmath_object() is not None:
-            ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True)) if kept else None
-            found += (ours,) if kept else (replace(wide(OWN_MATH_SCHEDULE), stream=0),)
-            if ours and kernel.kind == "row" and avx512():
-                found += (replace(ours, name="apmath_scratch_avx512", vectors=True),)
+            if kept:
+                ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True))
+                found += (ours,) + ((replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ())
+            else:
+                found += (replace(wide(OWN_MATH_SCHEDULE), stream=0),)
     elif kernel.kind == "elementwise":
         streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
         found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
@@ -219,7 +219,7 @@ def vmath_object(cache_dir: Path | None = None) -> str | None:
 
 @lru_cache(maxsize=None)
 def _vmath_object(cache_dir: str, source: Path) -> str | None:
-    text = source.read_text() + source.with_name(VMATH_AVX512.name).read_text()  # and the header it includes
+    text = source.read_text() + source.with_name(OWN_VECTOR16_SOURCE.name).read_text()  # and the header it includes
     flags = [f for f in FLAGS if f != "-shared"] + ["-fvisibility=hidden", "-c"]
     key = hashlib.sha256("\0".join([text, compiler(), *flags]).encode()).hexdigest()[:24]
     obj = Path(cache_dir) / f"vmath-{key}.o"
