@@ -169,14 +169,17 @@ def test_a_scratch_stash_keeps_the_exps_on_the_stack_and_streams_the_final_pass(
     assert "AP_NT_STORE" in source and f"&& N <= {cfamily.SCRATCH_ROW};" in source
 
 
-def test_no_scratch_where_the_final_pass_calls_another_approximated_function():
+@pytest.mark.parametrize("function", ["tanh", "erf"])
+def test_no_libmvec_scratch_where_the_final_pass_calls_another_approximated_function(function):
     """Streaming splits the final pass's row at the output's first cache line, and libmvec's head
-    would then follow the buffer's address: a tanh there keeps the scratch variant away."""
+    would then follow the buffer's address: a tanh or an erf there keeps libmvec's scratch variant
+    away. Ours give the same bits in every form: with our tanh the scratch variants of ours stay."""
     k = kernel_of(spec_of("f", "def f(x):\n    e = mx.exp(x - mx.max(x, axis=-1, keepdims=True))\n"
-                          "    return e / mx.sum(e, axis=-1, keepdims=True) * mx.tanh(x)\n",
+                          f"    return e / mx.sum(e, axis=-1, keepdims=True) * mx.{function}(x)\n",
                           x={"shape": [4, 64], "dtype": "float32"}))
     names = [s.name for s in cpu.schedules_for(k)]
-    assert "libmvec_stash" in names and not any("scratch" in n for n in names)
+    assert "libmvec_stash" in names and "libmvec_scratch_v16" not in names
+    assert [n for n in names if "scratch" in n] == (OURS if function == "tanh" else [])
 
 
 @pytest.mark.parametrize("shape", [[6, 257], [2, cfamily.SCRATCH_ROW + 37]], ids=["stack-row", "long-rows"])
@@ -477,6 +480,7 @@ VECTOR_CASES = {
                 {"w": "row"}, "rows_v16"),
     "logsumexp": ("def f(x, b):\n    return mx.logsumexp(mx.abs(x) * b - mx.sqrt(mx.abs(x)), axis=-1)\n",
                   {"b": "scalar"}, "apmath_v16"),
+    "tanh_softmax": ("def f(x):\n    return mx.softmax(4 * mx.tanh(x), axis=-1)\n", {}, "apmath_scratch_avx512"),
 }
 
 
@@ -485,8 +489,8 @@ VECTOR_CASES = {
 @pytest.mark.parametrize("case", list(VECTOR_CASES))
 def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
     """Schedule.vectors writes a split loop's whole groups in AVX-512 vectors (lane l of block h
-    is the `omp simd` group's lane 16h + l), inlining our exp: the same partial sums, maxes and
-    exps, so the same bits. The same source built with __AVX512F__ undefined takes the `omp simd`
+    is the `omp simd` group's lane 16h + l), inlining our exp and tanh: the same partial sums, maxes,
+    exps and tanhs, so the same bits. The same source built with __AVX512F__ undefined takes the `omp simd`
     groups; ragged rows (tails, rows shorter than a group, compensated blocks), NaN, +-inf and
     huge values agree bit for bit, NaN where NaN."""
     fn, extra, name = VECTOR_CASES[case]
@@ -498,6 +502,7 @@ def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
     source = BE.render(k, schedule)
     assert "__m512 " in source and static.check(source, "cpu", k.name).passed
     assert ("ap_expf_v16(" in source) == schedule.own_math
+    assert ("ap_tanhf_v16(" in source) == ("tanh" in fn)
     vector = BE.Kernel(k, library(k, schedule, tmp_path))
     groups_build = BE.build(without_avx512(source), tmp_path)
     assert groups_build.ok, groups_build.log

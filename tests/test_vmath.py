@@ -34,12 +34,13 @@ def forms(tmp_path: Path, stride: int, start: int, function: str) -> dict:
     return {"inputs": int(words[2]), "differ": [int(w) for w in words[4:9]], "worst_ulp": float(words[10])}
 
 
-@pytest.mark.parametrize("function, under", [("exp", 1.0)])
+@pytest.mark.parametrize("function, under", [("exp", 1.0), ("tanh", 2.6)])
 def test_every_form_gives_the_scalar_bits_within_its_error(tmp_path, function, under):
     """Every 97th float32 (44 million, from an odd start) and the edges of the function's range: the
     SSE, AVX, AVX2 and AVX-512 entry points and a `simdlen(16)` loop give the scalar function's bits,
     and the worst error is under `under` ulps (the judge allows 4). Over every float32
-    (`tests/vmath_forms.c` with stride 1): exp 0.904 ulp (libmvec's expf 2.64)."""
+    (`tests/vmath_forms.c` with stride 1): exp 0.904 ulp (libmvec's expf 2.64), tanh 2.566 (libmvec's
+    AVX-512 tanhf 1.374, glibc's scalar tanhf 2.189: docs/experiments/2026-12-05-cpu/libm_tanh.c)."""
     got = forms(tmp_path, 97, 13, function)
     assert got["inputs"] > 44_000_000
     assert got["differ"] == [0, 0, 0, 0, 0]
@@ -77,7 +78,7 @@ def test_a_select_over_our_exp_is_vectorized(tmp_path):
 
 
 def test_no_own_math_where_the_kernel_calls_a_function_we_lack():
-    k = kernel_of("def f(x):\n    return mx.exp(x) * mx.tanh(x)\n", 1000)
+    k = kernel_of("def f(x):\n    return mx.exp(x) * mx.erf(x)\n", 1000)
     assert not any(s.own_math for s in cpu.schedules_for(k))
 
 

@@ -1,4 +1,4 @@
-/* The forms of one of our functions (backends/vmath.c: `./forms STRIDE START exp`) on float32
+/* The forms of one of our functions (backends/vmath.c: `./forms STRIDE START exp` or `tanh`) on float32
    inputs: every STRIDE-th bit pattern, offset by START, and the edges of their ranges. Prints how
    many results of each vector entry point (SSE, AVX, AVX2, AVX-512 where built, and a `omp simd`
    loop that calls them as a kernel does) differ in their bits from the scalar function's (NaN
@@ -28,6 +28,7 @@
 #define AVX512_FORM(F)
 #endif
 FORMS_OF(exp)
+FORMS_OF(tanh)
 
 typedef struct {
   const char *name;
@@ -47,7 +48,7 @@ typedef struct {
 #else
 #define FUNCTION(F) {#F, ap_##F##f, _ZGVbN4v_ap_##F##f, _ZGVcN8v_ap_##F##f, _ZGVdN8v_ap_##F##f, loop_##F, F}
 #endif
-static const Function FUNCTIONS[] = {FUNCTION(exp)};
+static const Function FUNCTIONS[] = {FUNCTION(exp), FUNCTION(tanh)};
 static const Function *fn;
 static float (*volatile scalar)(float);  /* called through a pointer: never vectorized */
 
@@ -96,7 +97,8 @@ int main(int argc, char **argv) {
   const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN, -104.0f, 89.0f,
                          -103.97f, 88.72283f, 88.72284f, -87.33654f, -87.33655f, -103.27893f, -103.97208f,
                          0x1p-149f, -0x1p-149f, 0x1p-126f, 3.4028235e38f, -3.4028235e38f, 0.34657359f,
-                         -0.34657359f, 0.5f, -0.5f, 1e-8f, -1e-8f, 1e4f, -1e4f};
+                         -0.34657359f, 0.5f, -0.5f, 1e-8f, -1e-8f, 1e4f, -1e4f, 9.01f, -9.01f, 10.0f,
+                         -10.0f, 0.0625f, -0.0625f, 12.0f, 8.66f};
   int n = 0;
   for (uint64_t u = start; u < (1ull << 32); u += stride) {
     uint32_t w = (uint32_t)u;

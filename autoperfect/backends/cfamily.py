@@ -58,7 +58,7 @@ BINARY = {
 VECTOR_MATH = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "sinf", "cosf", "powf"}
 # libm's functions of which we have our own (backends/vmath.c, linked by cpu.build; Schedule.own_math):
 # the same bits from its scalar and vector forms, and more accurate than libmvec's
-OWN_MATH = {"expf": "ap_expf"}
+OWN_MATH = {"expf": "ap_expf", "tanhf": "ap_tanhf"}
 
 # Schedule.vectors: a split loop's whole groups written as AVX-512 vectors of 16 floats
 # (CRenderer.vector_groups). These ops' C templates hold for GCC's vector types as they are (its
@@ -69,8 +69,8 @@ VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": 
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
-# its text is pasted into the kernel, so the exp is inlined into the loop instead of called
-VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})"}
+# its text is pasted into the kernel, so the function is inlined into the loop instead of called
+VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})", Op.TANH: "ap_tanhf_v16({0})"}
 OWN_VECTOR16_SOURCE = Path(__file__).with_name("vmath_avx512.h")
 # reduction -> its accumulate step on vectors: the scalar statement's bits lane by lane (max_ps(a, b)
 # is a > b ? a : b, as REDUCTIONS' compare, which is how GCC vectorizes that)
@@ -165,12 +165,13 @@ def called(names, text: str) -> set[str]:
     return {f for f in names if re.search(rf"\b{f}\(", text)}
 
 
-@lru_cache(maxsize=1)
-def own_vector16() -> str:
+@lru_cache(maxsize=None)
+def own_vector16(*names: str) -> str:
     """The inline vector forms of our functions (VECTOR16_OWN) as a kernel pastes them: the
-    header's code without its comment."""
+    header's code without its comment, only the functions `names` where any are named."""
     text = OWN_VECTOR16_SOURCE.read_text()
-    return text[text.index("static inline"):].rstrip()
+    forms = [f for f in re.split(r"(?m)^(?=static inline )", text) if f.startswith("static inline ")]
+    return "\n".join(f.rstrip() for f in forms if not names or re.match(r"static inline __m512 (\w+)\(", f)[1] in names)
 
 
 def own_math(template: str) -> str:
@@ -605,8 +606,9 @@ class CRenderer(CFamily):
         if not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
-        if called({t.split("(")[0] for t in VECTOR16_OWN.values()}, "\n".join(body)):  # vector groups inline them
-            out += ["#if defined(__AVX512F__)", own_vector16(), "#endif"]
+        inlined = called({t.split("(")[0] for t in VECTOR16_OWN.values()}, "\n".join(body))
+        if inlined:  # vector groups inline them
+            out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)

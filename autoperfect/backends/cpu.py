@@ -79,7 +79,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     softmax 4096x1024 read from memory took 1.41 ms against libmvec's scratch stash's 1.64-1.73, and
     the wide variant, with two exps an element, 1.85. The wide variant stores plainly: SiLU
     4096x1024 took 1.53-1.54 ms streamed through its 64-element chunks and 1.08-1.16 not, against
-    libmvec's 1.28-1.29 (docs/experiments/2026-12-04d-cpu). Where the compiler targets AVX-512
+    libmvec's 1.28-1.29 (docs/experiments/2026-12-04d-cpu); GELU (our tanh) 4096x1024 0.97-1.00 ms
+    against 1.14 with libmvec's tanhf (docs/experiments/2026-12-05-cpu). Where the compiler targets AVX-512
     (`avx512`), the scratch stash of ours also has a twin whose split loops' groups are AVX-512
     vectors with our exp inlined (`apmath_scratch_avx512`, CRenderer.vector_groups): the same bits,
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory

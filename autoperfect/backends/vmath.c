@@ -20,9 +20,23 @@
    Worst error over every float32: 0.90 ulp (libmvec's expf: 2.64; the judge's bound for exp is 4).
    Measured by tests/test_vmath.py, which also checks every form's bits against the scalar one.
 
+   ap_tanhf(x), tanh x, odd by construction: with y = 2|x| clamped to 20 (tanh rounds to 1 from
+   |x| = 9.01 on; NaN passes), E = e^y - 1 and tanh|x| = E / (E + 2), the sign of x put back:
+   - y reduced as ap_expf reduces x: n = rint(y log2 e), r = y - n ln 2 (the same two steps);
+   - e^r - 1 = r + r^2 q(r), q of degree 4 (a least-squares fit of the relative error on Chebyshev
+     nodes: docs/experiments/2026-12-05-cpu/fit_expm1.py); then E = 2^n (e^r - 1) + (2^n - 1) in one
+     fused multiply-add: 2^n - 1 is exact for n <= 24 and both products are exact, so E is rounded
+     once and never loses digits to cancellation near 0 (where e^y - 1 formed plainly would);
+   - one division, rounded once.
+   Worst error over every float32: 2.57 ulp, near |x| = 0.06 (libmvec's AVX-512 tanhf 1.37, glibc's
+   scalar tanhf 2.19, and those two differ in their bits on 3.4% of all inputs; the judge's bound is
+   4). No select, no table: GELU 4096x1024 read from memory took 0.97-1.00 ms against 1.14 with
+   libmvec's tanhf (docs/experiments/2026-12-05-cpu). An earlier tanh here (a polynomial below 0.625
+   and 1 - 2/(1 + e^2|x|) above, both computed and one selected) was slower than libmvec's: commit
+   97a26fe.
+
    Needs AVX2 and FMA (cpu.vmath_object says whether this machine's compiler built it); the AVX-512
-   form where the compiler targets AVX-512. A tanh on these steps was measured and not kept: slower
-   than libmvec's (commit 97a26fe, docs/experiments/2026-12-04d-cpu). */
+   forms where the compiler targets AVX-512. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +56,12 @@
 #define AP_C4 0x1.555b58p-5f
 #define AP_C3 0x1.55548ep-3f
 #define AP_C2 0x1.fffff8p-2f
+#define AP_TANH_TOP 20.0f
+#define AP_T2 0x1.fffffep-2f
+#define AP_T3 0x1.5554aep-3f
+#define AP_T4 0x1.555748p-5f
+#define AP_T5 0x1.1228bep-7f
+#define AP_T6 0x1.6b488ap-10f
 
 static inline float ap_bits(uint32_t u) {
   float f;
@@ -63,6 +83,23 @@ float ap_expf(float x) {
   p = fmaf(p, r, 1.0f);
   const int32_t k = n == n ? (int32_t)n : 0, h = k >> 1;
   return p * ap_bits((uint32_t)(h + 127) << 23) * ap_bits((uint32_t)(k - h + 127) << 23);
+}
+
+float ap_tanhf(float x) {
+  const float a = fabsf(x), d = a + a;
+  const float y = AP_TANH_TOP < d ? AP_TANH_TOP : d;
+  const float n = rintf(y * AP_LOG2E);
+  float r = fmaf(-n, AP_LN2_HI, y);
+  r = fmaf(-n, AP_LN2_LO, r);
+  float q = AP_T6;
+  q = fmaf(q, r, AP_T5);
+  q = fmaf(q, r, AP_T4);
+  q = fmaf(q, r, AP_T3);
+  q = fmaf(q, r, AP_T2);
+  const float m = fmaf(r * r, q, r);
+  const float s = ap_bits((uint32_t)((n == n ? (int32_t)n : 0) + 127) << 23);
+  const float e = fmaf(m, s, s - 1.0f);
+  return copysignf(e / (e + 2.0f), x);
 }
 
 /* One body for the SSE, AVX and AVX2 entry points (4 and 8 lanes): V is the vector type, P the
@@ -87,11 +124,34 @@ float ap_expf(float x) {
   const V b = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(P##_sub_epi32(k, h), bias), 23)); \
   return P##_mul_ps(P##_mul_ps(p, a), b);
 
+/* ap_tanhf's 4- and 8-lane body: 2^n from n's bits, as the scalar form builds it. */
+#define AP_TANH_BODY(V, P, I, W)                                                         \
+  const V sign = P##_set1_ps(-0.0f), a = P##_andnot_ps(sign, x);                         \
+  const V y = P##_min_ps(P##_set1_ps(AP_TANH_TOP), P##_add_ps(a, a));                    \
+  const V n = P##_round_ps(P##_mul_ps(y, P##_set1_ps(AP_LOG2E)),                         \
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);               \
+  V r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_HI), y);                                     \
+  r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_LO), r);                                       \
+  V q = P##_set1_ps(AP_T6);                                                              \
+  q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T5));                                            \
+  q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T4));                                            \
+  q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T3));                                            \
+  q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T2));                                            \
+  const V m = P##_fmadd_ps(P##_mul_ps(r, r), q, r);                                      \
+  const I k = P##_and_si##W(P##_cvtps_epi32(n), P##_castps_si##W(P##_cmp_ps(n, n, _CMP_ORD_Q))); \
+  const V s = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k, P##_set1_epi32(127)), 23)); \
+  const V e = P##_fmadd_ps(m, s, P##_sub_ps(s, P##_set1_ps(1.0f)));                      \
+  return P##_or_ps(P##_div_ps(e, P##_add_ps(e, P##_set1_ps(2.0f))), P##_and_ps(x, sign));
+
 __m128 _ZGVbN4v_ap_expf(__m128 x) { AP_EXP_BODY(__m128, _mm, __m128i, 128) }
 __m256 _ZGVcN8v_ap_expf(__m256 x) { AP_EXP_BODY(__m256, _mm256, __m256i, 256) }
 __m256 _ZGVdN8v_ap_expf(__m256 x) { AP_EXP_BODY(__m256, _mm256, __m256i, 256) }
+__m128 _ZGVbN4v_ap_tanhf(__m128 x) { AP_TANH_BODY(__m128, _mm, __m128i, 128) }
+__m256 _ZGVcN8v_ap_tanhf(__m256 x) { AP_TANH_BODY(__m256, _mm256, __m256i, 256) }
+__m256 _ZGVdN8v_ap_tanhf(__m256 x) { AP_TANH_BODY(__m256, _mm256, __m256i, 256) }
 
 #if defined(__AVX512F__)
 #include "vmath_avx512.h"
 __m512 _ZGVeN16v_ap_expf(__m512 x) { return ap_expf_v16(x); }
+__m512 _ZGVeN16v_ap_tanhf(__m512 x) { return ap_tanhf_v16(x); }
 #endif

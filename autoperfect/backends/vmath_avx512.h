@@ -1,9 +1,10 @@
-/* ap_expf's AVX-512 form (backends/vmath.c says how it works), as an inline function of a vector:
-   vmath.c's entry point _ZGVeN16v_ap_expf returns it, and a kernel whose schedule writes its split
-   loops in vectors (Schedule.vectors) gets this text pasted in and calls it, so GCC inlines the
-   exp into the loop instead of calling the entry point from it (a call lets no value stay in a
-   vector register across it). Include <immintrin.h> first. The constants are vmath.c's AP_ ones, spelled out so that the text
-   stands alone in a kernel; tests/test_vmath.py checks every form's bits against the scalar's. */
+/* ap_expf's and ap_tanhf's AVX-512 forms (backends/vmath.c says how they work), as inline functions
+   of a vector: vmath.c's entry points (_ZGVeN16v_ap_expf, _ZGVeN16v_ap_tanhf) return them, and a
+   kernel whose schedule writes its split loops in vectors (Schedule.vectors) gets this text pasted
+   in and calls them, so GCC inlines the function into the loop instead of calling the entry point
+   from it (a call lets no value stay in a vector register across it). Include <immintrin.h> first.
+   The constants are vmath.c's AP_ ones, spelled out so that the text stands alone in a kernel;
+   tests/test_vmath.py checks every form's bits against the scalar's. */
 static inline __m512 ap_expf_v16(__m512 x) {
   const __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(0x1.715476p+0f)),
@@ -18,4 +19,21 @@ static inline __m512 ap_expf_v16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n); /* p 2^n rounded once: the two products' bits, in one step */
+}
+static inline __m512 ap_tanhf_v16(__m512 x) {
+  const __m512 sign = _mm512_set1_ps(-0.0f), a = _mm512_andnot_ps(sign, x);
+  const __m512 y = _mm512_min_ps(_mm512_set1_ps(20.0f), _mm512_add_ps(a, a));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(0x1.715476p+0f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e43p-1f), y);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.05c61p-29f), r);
+  __m512 q = _mm512_set1_ps(0x1.6b488ap-10f);
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.1228bep-7f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.555748p-5f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.5554aep-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.fffffep-2f));
+  const __m512 m = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+  const __m512 s = _mm512_scalef_ps(_mm512_set1_ps(1.0f), n); /* 2^n: n in [0, 29], or NaN */
+  const __m512 e = _mm512_fmadd_ps(m, s, _mm512_sub_ps(s, _mm512_set1_ps(1.0f)));
+  return _mm512_or_ps(_mm512_div_ps(e, _mm512_add_ps(e, _mm512_set1_ps(2.0f))), _mm512_and_ps(x, sign));
 }
