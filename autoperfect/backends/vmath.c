@@ -69,11 +69,18 @@ static inline float ap_bits(uint32_t u) {
   return f;
 }
 
+/* x = n ln 2 + r: returns r, n in *n (Cody and Waite: ln 2 in two parts, two fused multiply-adds) */
+static inline float ap_reduce(float x, float *n) {
+  *n = rintf(x * AP_LOG2E);
+  return fmaf(-*n, AP_LN2_LO, fmaf(-*n, AP_LN2_HI, x));
+}
+
+/* n as an integer for the exponent's bits (0 where n is NaN: the result is NaN anyway) */
+static inline int32_t ap_integer(float n) { return n == n ? (int32_t)n : 0; }
+
 float ap_expf(float x) {
-  const float c = x < AP_LO ? AP_LO : (x > AP_HI ? AP_HI : x);
-  const float n = rintf(c * AP_LOG2E);
-  float r = fmaf(-n, AP_LN2_HI, c);
-  r = fmaf(-n, AP_LN2_LO, r);
+  float n;
+  const float r = ap_reduce(x < AP_LO ? AP_LO : (x > AP_HI ? AP_HI : x), &n);
   float p = AP_C6;
   p = fmaf(p, r, AP_C5);
   p = fmaf(p, r, AP_C4);
@@ -81,23 +88,21 @@ float ap_expf(float x) {
   p = fmaf(p, r, AP_C2);
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
-  const int32_t k = n == n ? (int32_t)n : 0, h = k >> 1;
+  const int32_t k = ap_integer(n), h = k >> 1;
   return p * ap_bits((uint32_t)(h + 127) << 23) * ap_bits((uint32_t)(k - h + 127) << 23);
 }
 
 float ap_tanhf(float x) {
   const float a = fabsf(x), d = a + a;
-  const float y = AP_TANH_TOP < d ? AP_TANH_TOP : d;
-  const float n = rintf(y * AP_LOG2E);
-  float r = fmaf(-n, AP_LN2_HI, y);
-  r = fmaf(-n, AP_LN2_LO, r);
+  float n;
+  const float r = ap_reduce(AP_TANH_TOP < d ? AP_TANH_TOP : d, &n);
   float q = AP_T6;
   q = fmaf(q, r, AP_T5);
   q = fmaf(q, r, AP_T4);
   q = fmaf(q, r, AP_T3);
   q = fmaf(q, r, AP_T2);
   const float m = fmaf(r * r, q, r);
-  const float s = ap_bits((uint32_t)((n == n ? (int32_t)n : 0) + 127) << 23);
+  const float s = ap_bits((uint32_t)(ap_integer(n) + 127) << 23);
   const float e = fmaf(m, s, s - 1.0f);
   return copysignf(e / (e + 2.0f), x);
 }
@@ -105,12 +110,16 @@ float ap_tanhf(float x) {
 /* One body for the SSE, AVX and AVX2 entry points (4 and 8 lanes): V is the vector type, P the
    intrinsics' prefix, I the integer vector type, W its width in bits. max(LO, x) and min(HI, c)
    return their second operand where it is NaN, as the scalar comparisons do. */
+#define AP_REDUCE(V, P, x)                                                               \
+  const V n = P##_round_ps(P##_mul_ps(x, P##_set1_ps(AP_LOG2E)),                         \
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);               \
+  V r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_HI), x);                                     \
+  r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_LO), r);
+#define AP_INTEGER(P, I, W) \
+  const I k = P##_and_si##W(P##_cvtps_epi32(n), P##_castps_si##W(P##_cmp_ps(n, n, _CMP_ORD_Q)));
 #define AP_EXP_BODY(V, P, I, W)                                                          \
   const V c = P##_min_ps(P##_set1_ps(AP_HI), P##_max_ps(P##_set1_ps(AP_LO), x));        \
-  const V n = P##_round_ps(P##_mul_ps(c, P##_set1_ps(AP_LOG2E)),                         \
-                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);               \
-  V r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_HI), c);                                     \
-  r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_LO), r);                                       \
+  AP_REDUCE(V, P, c)                                                                     \
   V p = P##_set1_ps(AP_C6);                                                              \
   p = P##_fmadd_ps(p, r, P##_set1_ps(AP_C5));                                            \
   p = P##_fmadd_ps(p, r, P##_set1_ps(AP_C4));                                            \
@@ -118,7 +127,7 @@ float ap_tanhf(float x) {
   p = P##_fmadd_ps(p, r, P##_set1_ps(AP_C2));                                            \
   p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                             \
   p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                             \
-  const I k = P##_and_si##W(P##_cvtps_epi32(n), P##_castps_si##W(P##_cmp_ps(n, n, _CMP_ORD_Q))); \
+  AP_INTEGER(P, I, W)                                                                    \
   const I h = P##_srai_epi32(k, 1), bias = P##_set1_epi32(127);                          \
   const V a = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(h, bias), 23));            \
   const V b = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(P##_sub_epi32(k, h), bias), 23)); \
@@ -128,17 +137,14 @@ float ap_tanhf(float x) {
 #define AP_TANH_BODY(V, P, I, W)                                                         \
   const V sign = P##_set1_ps(-0.0f), a = P##_andnot_ps(sign, x);                         \
   const V y = P##_min_ps(P##_set1_ps(AP_TANH_TOP), P##_add_ps(a, a));                    \
-  const V n = P##_round_ps(P##_mul_ps(y, P##_set1_ps(AP_LOG2E)),                         \
-                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);               \
-  V r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_HI), y);                                     \
-  r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_LO), r);                                       \
+  AP_REDUCE(V, P, y)                                                                     \
   V q = P##_set1_ps(AP_T6);                                                              \
   q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T5));                                            \
   q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T4));                                            \
   q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T3));                                            \
   q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T2));                                            \
   const V m = P##_fmadd_ps(P##_mul_ps(r, r), q, r);                                      \
-  const I k = P##_and_si##W(P##_cvtps_epi32(n), P##_castps_si##W(P##_cmp_ps(n, n, _CMP_ORD_Q))); \
+  AP_INTEGER(P, I, W)                                                                    \
   const V s = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k, P##_set1_epi32(127)), 23)); \
   const V e = P##_fmadd_ps(m, s, P##_sub_ps(s, P##_set1_ps(1.0f)));                      \
   return P##_or_ps(P##_div_ps(e, P##_add_ps(e, P##_set1_ps(2.0f))), P##_and_ps(x, sign));

@@ -5,12 +5,14 @@
    from it (a call lets no value stay in a vector register across it). Include <immintrin.h> first.
    The constants are vmath.c's AP_ ones, spelled out so that the text stands alone in a kernel;
    tests/test_vmath.py checks every form's bits against the scalar's. */
+static inline __m512 ap_reduce_v16(__m512 x, __m512 *n) { /* vmath.c's ap_reduce */
+  *n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0x1.715476p+0f)),
+                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_fnmadd_ps(*n, _mm512_set1_ps(-0x1.05c61p-29f), _mm512_fnmadd_ps(*n, _mm512_set1_ps(0x1.62e43p-1f), x));
+}
 static inline __m512 ap_expf_v16(__m512 x) {
-  const __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(0x1.715476p+0f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e43p-1f), c);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.05c61p-29f), r);
+  __m512 n;
+  const __m512 r = ap_reduce_v16(_mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x)), &n);
   __m512 p = _mm512_set1_ps(0x1.687c22p-10f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.123b8ep-7f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555b58p-5f));
@@ -22,11 +24,8 @@ static inline __m512 ap_expf_v16(__m512 x) {
 }
 static inline __m512 ap_tanhf_v16(__m512 x) {
   const __m512 sign = _mm512_set1_ps(-0.0f), a = _mm512_andnot_ps(sign, x);
-  const __m512 y = _mm512_min_ps(_mm512_set1_ps(20.0f), _mm512_add_ps(a, a));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(0x1.715476p+0f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e43p-1f), y);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.05c61p-29f), r);
+  __m512 n;
+  const __m512 r = ap_reduce_v16(_mm512_min_ps(_mm512_set1_ps(20.0f), _mm512_add_ps(a, a)), &n);
   __m512 q = _mm512_set1_ps(0x1.6b488ap-10f);
   q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.1228bep-7f));
   q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.555748p-5f));
