@@ -381,6 +381,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     short_then = {"warm": [], "steady": []}  # the same bar against the stream bandwidth of the op's own rounds
     short_mix = {"warm": [], "steady": []}   # ... and against its own mix's ceiling in those rounds
     behind, over_torch, held = [], [], []
+    streams_then = [t.rounds_stream_gbps for _, t in timed if t.rounds_stream_gbps]  # single calls' rounds
     for row, t in timed:
         mix = t.mixed_gbps(ceiling)
         mixed = NONE if mix is None else f"{100 * t.gbps / mix:.0f}%"
@@ -425,6 +426,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               f"{ceiling['bandwidth_gbps']:.1f} GB/s is another moment's), single calls: "
               + _short_of(short_then["warm"])
               + (f"; steady state: {_short_of(short_then['steady'])}" if steady_timed else ""),
+              *_streams_then_line(streams_then, ceiling["bandwidth_gbps"]),
               "  - against the ceiling for its own mix of reads and writes in those rounds (an op that only reads "
               "held to the read kernel), single calls: " + _short_of(short_mix["warm"])
               + (f"; steady state: {_short_of(short_mix['steady'])}" if steady_timed else ""),
@@ -440,6 +442,18 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + ("met" if geomean >= GOAL_OVER_TORCH_COMPILE else "not met"))
               + _steady_geomean([row.timings.get("steady") for row, _ in timed]), ""]
     return lines
+
+
+def _streams_then_line(gbps: list[float], roofline_gbps: float) -> list[str]:
+    """How fast the stream kernels themselves ran in the ops' single-call rounds, against the
+    roofline's best: what that condition leaves even the copy (none where no rounds were recorded)."""
+    if not gbps:
+        return []
+    lo, hi = min(gbps), max(gbps)
+    span = (f"{lo:.1f} GB/s, {100 * lo / roofline_gbps:.0f}%" if f"{lo:.1f}" == f"{hi:.1f}" else
+            f"{lo:.1f}-{hi:.1f} GB/s, {100 * lo / roofline_gbps:.0f}-{100 * hi / roofline_gbps:.0f}%")
+    return [f"  - the stream kernels themselves in those rounds, single calls: {span} of the roofline's "
+            f"{roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
 
 
 def _percent(share: float | None, interval: tuple[float, float] | None = None) -> str:

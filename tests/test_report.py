@@ -181,12 +181,18 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert "of the stream bandwidth, single calls: not chain (58%)" in section   # the verdict names the op
     assert "measured in the op's own rounds (the stream kernels timed beside it: the roofline's 47.9 GB/s " \
            "is another moment's), single calls: not chain (–)" in section    # none recorded: no verdict of met
+    assert "the stream kernels themselves" not in section
     data["stream_in_rounds"] = {"gbps": 40.0, "mixed_gbps": 35.0, "kernels": {}}
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
     assert f"moment's), single calls: not chain ({100 * (4 * 4 * (1 << 24) / 0.0097 / 1e9) / 40.0:.0f}%)" in section
     assert "in those rounds (an op that only reads held to the read kernel), single calls: not chain (79%)" \
         in section   # 27.7 GB/s of its mix's 35
+    assert "the stream kernels themselves in those rounds, single calls: 40.0 GB/s, 84% of the roofline's " \
+           "47.9 GB/s" in section   # what the single-call condition left the copy
+    assert report._streams_then_line([40.0, 30.0], 50.0) == [
+        "  - the stream kernels themselves in those rounds, single calls: 30.0-40.0 GB/s, 60-80% of the "
+        "roofline's 50.0 GB/s (the best copy or triad beside each op)"]
     data["stream_in_rounds"]["gbps"] = 30.0   # 27.7 GB/s of 30: 92%
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     assert "moment's), single calls: all" in _build(results)
