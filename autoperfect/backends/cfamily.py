@@ -72,6 +72,7 @@ VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
 # its text is pasted into the kernel, so the function is inlined into the loop instead of called
 VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})", Op.TANH: "ap_tanhf_v16({0})"}
+VECTOR16_OWN_NAMES = frozenset(t.split("(")[0] for t in VECTOR16_OWN.values())
 OWN_VECTOR16_SOURCE = Path(__file__).with_name("vmath_avx512.h")
 # reduction -> its accumulate step on vectors: the scalar statement's bits lane by lane (max_ps(a, b)
 # is a > b ? a : b, as REDUCTIONS' compare, which is how GCC vectorizes that)
@@ -173,9 +174,8 @@ def own_vector16(*names: str) -> str:
     where any are named."""
     text = OWN_VECTOR16_SOURCE.read_text()
     forms = [f for f in re.split(r"(?m)^(?=static inline )", text) if f.startswith("static inline ")]
-    public = {t.split("(")[0] for t in VECTOR16_OWN.values()}
     named = [(re.match(r"static inline __m512 (\w+)\(", f)[1], f.rstrip()) for f in forms]
-    return "\n".join(f for name, f in named if not names or name in names or name not in public)
+    return "\n".join(f for name, f in named if not names or name in names or name not in VECTOR16_OWN_NAMES)
 
 
 def own_math(template: str) -> str:
@@ -610,7 +610,7 @@ class CRenderer(CFamily):
         if not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
-        inlined = called({t.split("(")[0] for t in VECTOR16_OWN.values()}, "\n".join(body))
+        inlined = called(VECTOR16_OWN_NAMES, "\n".join(body))
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
         out += self.streaming_prelude() if self.streams() else []
@@ -773,7 +773,7 @@ class CRenderer(CFamily):
         lines += [f"{indent}  ap_k += {v};", f"{indent}}}", f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;"]
         shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
                             "const float ap_dd = ap_d * ap_d;"]}
-        value = self.vector_assign(sh.value)
+        value = self.vector_assign(sh.value) if self.s.vectors else None  # the same in a vector group
         vector = {sh.value: [value, f"const __m512 ap_d = {v} - ap_k;", "const __m512 ap_dd = ap_d * ap_d;"]} if value else {}
         return lines + self.reduce_loop(indent, rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
 

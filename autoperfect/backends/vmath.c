@@ -78,6 +78,9 @@ static inline float ap_reduce(float x, float *n) {
 /* n as an integer for the exponent's bits (0 where n is NaN: the result is NaN anyway) */
 static inline int32_t ap_integer(float n) { return n == n ? (int32_t)n : 0; }
 
+/* 2^k from its exponent's bits, k a normal number's exponent */
+static inline float ap_pow2(int32_t k) { return ap_bits((uint32_t)(k + 127) << 23); }
+
 float ap_expf(float x) {
   float n;
   const float r = ap_reduce(x < AP_LO ? AP_LO : (x > AP_HI ? AP_HI : x), &n);
@@ -89,7 +92,7 @@ float ap_expf(float x) {
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
   const int32_t k = ap_integer(n), h = k >> 1;
-  return p * ap_bits((uint32_t)(h + 127) << 23) * ap_bits((uint32_t)(k - h + 127) << 23);
+  return p * ap_pow2(h) * ap_pow2(k - h);
 }
 
 float ap_tanhf(float x) {
@@ -102,14 +105,13 @@ float ap_tanhf(float x) {
   q = fmaf(q, r, AP_T3);
   q = fmaf(q, r, AP_T2);
   const float m = fmaf(r * r, q, r);
-  const float s = ap_bits((uint32_t)(ap_integer(n) + 127) << 23);
+  const float s = ap_pow2(ap_integer(n));
   const float e = fmaf(m, s, s - 1.0f);
   return copysignf(e / (e + 2.0f), x);
 }
 
-/* One body for the SSE, AVX and AVX2 entry points (4 and 8 lanes): V is the vector type, P the
-   intrinsics' prefix, I the integer vector type, W its width in bits. max(LO, x) and min(HI, c)
-   return their second operand where it is NaN, as the scalar comparisons do. */
+/* The SSE, AVX and AVX2 entry points (4 and 8 lanes) as macro bodies of the scalar steps: V is the
+   vector type, P the intrinsics' prefix, I the integer vector type, W its width in bits. */
 #define AP_REDUCE(V, P, x)                                                               \
   const V n = P##_round_ps(P##_mul_ps(x, P##_set1_ps(AP_LOG2E)),                         \
                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);               \
@@ -117,6 +119,8 @@ float ap_tanhf(float x) {
   r = P##_fnmadd_ps(n, P##_set1_ps(AP_LN2_LO), r);
 #define AP_INTEGER(P, I, W) \
   const I k = P##_and_si##W(P##_cvtps_epi32(n), P##_castps_si##W(P##_cmp_ps(n, n, _CMP_ORD_Q)));
+#define AP_POW2(P, W, k) P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k, P##_set1_epi32(127)), 23))
+/* max(LO, x) and min(HI, c) return their second operand where it is NaN, as the scalar comparisons do */
 #define AP_EXP_BODY(V, P, I, W)                                                          \
   const V c = P##_min_ps(P##_set1_ps(AP_HI), P##_max_ps(P##_set1_ps(AP_LO), x));        \
   AP_REDUCE(V, P, c)                                                                     \
@@ -128,12 +132,10 @@ float ap_tanhf(float x) {
   p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                             \
   p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                             \
   AP_INTEGER(P, I, W)                                                                    \
-  const I h = P##_srai_epi32(k, 1), bias = P##_set1_epi32(127);                          \
-  const V a = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(h, bias), 23));            \
-  const V b = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(P##_sub_epi32(k, h), bias), 23)); \
-  return P##_mul_ps(P##_mul_ps(p, a), b);
+  const I h = P##_srai_epi32(k, 1);                                                      \
+  return P##_mul_ps(P##_mul_ps(p, AP_POW2(P, W, h)), AP_POW2(P, W, P##_sub_epi32(k, h)));
 
-/* ap_tanhf's 4- and 8-lane body: 2^n from n's bits, as the scalar form builds it. */
+/* 2^n from n's bits, as the scalar form builds it */
 #define AP_TANH_BODY(V, P, I, W)                                                         \
   const V sign = P##_set1_ps(-0.0f), a = P##_andnot_ps(sign, x);                         \
   const V y = P##_min_ps(P##_set1_ps(AP_TANH_TOP), P##_add_ps(a, a));                    \
@@ -145,7 +147,7 @@ float ap_tanhf(float x) {
   q = P##_fmadd_ps(q, r, P##_set1_ps(AP_T2));                                            \
   const V m = P##_fmadd_ps(P##_mul_ps(r, r), q, r);                                      \
   AP_INTEGER(P, I, W)                                                                    \
-  const V s = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k, P##_set1_epi32(127)), 23)); \
+  const V s = AP_POW2(P, W, k);                                                          \
   const V e = P##_fmadd_ps(m, s, P##_sub_ps(s, P##_set1_ps(1.0f)));                      \
   return P##_or_ps(P##_div_ps(e, P##_add_ps(e, P##_set1_ps(2.0f))), P##_and_ps(x, sign));
 
