@@ -43,6 +43,7 @@ STEADY = (f"steady: bursts of at least {STEADY_MIN_CALLS} back-to-back calls of 
 SCALES = (64, 16, 4)  # the spec's rows divided by these (and the spec itself): how time grows with size
 IN_CACHE_BURST = 16   # back-to-back calls a sample of the kernels in cache averages ...
 IN_CACHE_ROUNDS = 15  # ... and the samples the median is taken over
+IN_PROCESS_STREAM_REPEATS = 10  # samples of each stream kernel at each size in the op's own process
 
 
 def inputs_for(spec: OpSpec):
@@ -262,9 +263,21 @@ def measure(payload: dict) -> dict:
                                                 max(payload["warmup"], count), STEADY_REPEATS, seed,
                                                 burst, count),
                            "input_sets": count, "burst": burst, "rounds": STEADY_REPEATS}
+    if payload.get("stream_sizes"):
+        extra["roofline_in_process"] = roofline_in_process(kernels, payload["stream_sizes"])
     return {**extra, **single, "variants": choice, "baseline_checks": checks, "compile_s": compile_s,
             "dispatch": native.describe(), "bytes_moved": read + written, "bytes_read": read,
             "machine": bench.machine()}
+
+
+def roofline_in_process(kernels, sizes) -> dict:
+    """The roofline's stream kernels at its own sizes (roofline.measure_streams), run in this
+    process after its rounds: on this VM the bandwidth a buffer gets moves by up to 1.8x between
+    processes seconds apart and over minutes (docs/experiments/2026-12-05b-cpu), so the roofline,
+    measured once in a process of its own, can meet a moment the op's rounds never see. Measured
+    after the rounds, so that its arrays (numpy's, on huge pages) are not the memory the
+    contenders' buffers are later carved from."""
+    return {**roofline.measure_streams(kernels, sizes, IN_PROCESS_STREAM_REPEATS), "measured_at": bench.measured_at()}
 
 
 def mlx_ones(n: int) -> np.ndarray:

@@ -387,6 +387,22 @@ def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
                             for name, times in samples.items()}}
 
 
+def measure_streams(kernels: Kernels, sizes, repeats: int) -> dict:
+    """The stream kernels at each of `sizes` (elements per array, measure_stream): the best of each
+    kernel over the sizes, the stream bandwidth (the best copy or triad, `bandwidth_gbps`), the same
+    at the median of the samples, and each size's figures."""
+    by_size = [measure_stream(kernels, n, repeats) for n in sizes]
+    best = {f"{name}_gbps": max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
+    return {
+        **best,
+        "bandwidth_gbps": stream_gbps(best),
+        # the stream bandwidth at the median of each kernel's samples (best size): what a call at
+        # a typical moment gets, where bandwidth_gbps is the best moment's
+        "median_bandwidth_gbps": max(stream_gbps(s["median_gbps"]) for s in by_size),
+        "by_size": by_size,
+    }
+
+
 def stream_calls(kernels: Kernels, bytes_moved: int, spans: int = 1,
                  ones: Callable[[int], np.ndarray] | None = None) -> dict[str, tuple[Callable[[], None], int]]:
     """The five stream kernels sized to move `bytes_moved` (copy over bytes/8 elements, triad over
@@ -501,15 +517,8 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     caches = cache_bytes()
     sizes = plan.sizes or stream_sizes(caches, bench.available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
-    by_size = [measure_stream(kernels, n, plan.stream_repeats) for n in sizes]
-    best = {f"{name}_gbps": max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
     return {
-        **best,
-        "bandwidth_gbps": stream_gbps(best),
-        # the stream bandwidth at the median of each kernel's samples (best size): what a call at
-        # a typical moment gets, where bandwidth_gbps is the best moment's
-        "median_bandwidth_gbps": max(stream_gbps(s["median_gbps"]) for s in by_size),
-        "by_size": by_size,
+        **measure_streams(kernels, sizes, plan.stream_repeats),
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),
         "sizes": list(sizes),

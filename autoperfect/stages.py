@@ -166,13 +166,14 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     payload = {"spec": spec.to_json(), "backend": validation["backend"], "variants": validation["verified"],
                "warmup": settings["warmup"], "repeats": settings["repeats"]}
     timeout = settings.get("timeout_s", 900)
+    ceiling = artifacts.read_json(roofline_path)
     warm = bench.run_condition("warm", "autoperfect.contenders:measure",
-                               {**payload, "scaling": True, "steady": True}, timeout)
+                               {**payload, "scaling": True, "steady": True, "stream_sizes": ceiling.get("sizes")},
+                               timeout)
     cold = bench.run_condition("default", "autoperfect.contenders:measure", payload, timeout)
     chosen = {k: payload["variants"][k][v["chosen"]] for k, v in warm["variants"].items()}
     warm.update(bench.run_condition("warm", "autoperfect.contenders:measure_in_cache",
                                     {**payload, "chosen": chosen}, timeout))
-    ceiling = artifacts.read_json(roofline_path)
     limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling,
                            warm["bytes_read"])
     steady = {}
@@ -182,7 +183,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
                                         "bytes_moved", "bytes_read", "machine", "condition", "dispatch", "compile_s", "scaling",
-                                        "stream_in_rounds", "in_cache")
+                                        "stream_in_rounds", "in_cache", "roofline_in_process")
                    if k in warm},
         **_shares(warm["bytes_moved"], warm, ceiling, limit),
         "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},

@@ -221,6 +221,33 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
 
 
+def test_the_goals_section_holds_ops_to_the_roofline_measured_in_their_own_process(results):
+    """Where bench.json has the roofline's stream kernels run again in the op's own process
+    (`roofline_in_process`), the 80% bar gets a verdict against that too, in single calls and in the
+    steady state (both timed in that process), and the line gives the range beside the roofline's
+    own figure; without it, no such line."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    data["steady"]["kernel"] = _stats(0.0065)    # 41.3 GB/s; single calls 27.7 GB/s (0.0097 s)
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "measured in the op's own process" not in _build(results)
+    data["roofline_in_process"] = {"bandwidth_gbps": 33.0}   # 84% and 125%
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+    assert ("measured in the op's own process (the roofline's stream kernels and sizes, run again after its "
+            "rounds: 33.0 GB/s, against 47.9 GB/s in the roofline's own), single calls: all; steady state: all") \
+        in section
+    assert "of the stream bandwidth, single calls: not chain (58%)" in section   # the roofline's own, unchanged
+    data["roofline_in_process"] = {"bandwidth_gbps": 40.0}   # 69% and 103%
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "against 47.9 GB/s in the roofline's own), single calls: not chain (69%); steady state: all" \
+        in _build(results)
+    assert report._own_process_line("- bar", {"warm": [], "steady": []}, [30.0, None, 41.26], 50.0, False) == [
+        "- bar measured in the op's own process (the roofline's stream kernels and sizes, run again after its "
+        "rounds: 30.0-41.3 GB/s, against 50.0 GB/s in the roofline's own), single calls: all"]
+    assert report._own_process_line("- bar", {"warm": [], "steady": []}, [None], 50.0, True) == []
+
+
 def test_the_goals_section_checks_the_stream_goal_in_the_steady_state_too(results):
     """The steady state's share of the stream bandwidth and of the stream kernels timed in its own
     bursts sit beside the single calls', and the 80% goal gets a verdict in each; a bench.json

@@ -92,11 +92,15 @@ def test_full_run_writes_the_contract(ran):
         assert set(steady["baselines"]) == set(bench["baselines"]) and steady["burst"] % steady["input_sets"] == 0
         assert steady["stream_in_rounds_fraction"] == pytest.approx(
             steady["achieved_gbps"] / steady["stream_in_rounds"]["mixed_gbps"])
+        # the roofline's stream kernels run again in the op's own process, at the roofline's sizes
+        own, ceiling = bench["roofline_in_process"], json.loads((ran / "results/roofline.json").read_text())
+        assert [s["elements"] for s in own["by_size"]] == ceiling["sizes"] and own["bandwidth_gbps"] > 0
         for stage in ("graph", "canonical", "regions", "kernels"):
             assert (ran / f"results/{op}/{stage}.json").is_file()
     regions = json.loads((ran / "results/rms/regions.json").read_text())
     assert [r["kind"] for r in regions["regions"]] == ["kernel"]
     assert "| rms | cpu | passed |" in (ran / "results/report.md").read_text()
+    assert "measured in the op's own process (the roofline's stream kernels" in (ran / "results/report.md").read_text()
 
 
 def test_second_run_has_nothing_to_do(ran):
