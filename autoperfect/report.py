@@ -155,7 +155,8 @@ def _timing(measured: dict, condition: str) -> Timing | str:
 def _stream_gbps(record: object, key: str = "mixed_gbps") -> float | None:
     """The stream kernels' ceiling for the op's mix of reads and writes in the kernel's own rounds
     (older files: the best stream kernel's GB/s), or with `key` "gbps" the stream bandwidth in
-    those rounds, if bench.json has it."""
+    those rounds, if bench.json has it; any other `key` of a stream record likewise (the in-process
+    roofline's "bandwidth_gbps")."""
     if not isinstance(record, dict):
         return None
     gbps = record.get(key, record.get("gbps"))
@@ -462,10 +463,8 @@ def _own_process_line(goal: str, missed: dict[str, list[str]], gbps: list[float 
     found = [g for g in gbps if g]
     if not found:
         return []
-    lo, hi = min(found), max(found)
-    span = f"{lo:.1f} GB/s" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f} GB/s"
     return [f"{goal} measured in the op's own process (the roofline's stream kernels and sizes, run again "
-            f"after its rounds: {span}, against {roofline_gbps:.1f} GB/s in the roofline's own), single calls: "
+            f"after its rounds: {_gbps_span(found)}, against {roofline_gbps:.1f} GB/s in the roofline's own), single calls: "
             + _short_of(missed["warm"]) + (f"; steady state: {_short_of(missed['steady'])}" if steady_timed else "")]
 
 
@@ -474,11 +473,19 @@ def _streams_then_line(gbps: list[float], roofline_gbps: float) -> list[str]:
     roofline's best: what that condition leaves even the copy (none where no rounds were recorded)."""
     if not gbps:
         return []
+    return [f"  - the stream kernels themselves in those rounds, single calls: {_gbps_span(gbps, roofline_gbps)} "
+            f"of the roofline's {roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
+
+
+def _gbps_span(gbps: list[float], of_gbps: float | None = None) -> str:
+    """The range of some GB/s figures ("40.0 GB/s", "30.0-40.0 GB/s"), with `of_gbps` their shares
+    of it too ("30.0-40.0 GB/s, 60-80%"); one figure where the range rounds to one."""
     lo, hi = min(gbps), max(gbps)
-    span = (f"{lo:.1f} GB/s, {100 * lo / roofline_gbps:.0f}%" if f"{lo:.1f}" == f"{hi:.1f}" else
-            f"{lo:.1f}-{hi:.1f} GB/s, {100 * lo / roofline_gbps:.0f}-{100 * hi / roofline_gbps:.0f}%")
-    return [f"  - the stream kernels themselves in those rounds, single calls: {span} of the roofline's "
-            f"{roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
+    one = f"{lo:.1f}" == f"{hi:.1f}"
+    span = f"{lo:.1f} GB/s" if one else f"{lo:.1f}-{hi:.1f} GB/s"
+    if of_gbps:
+        span += f", {100 * lo / of_gbps:.0f}%" if one else f", {100 * lo / of_gbps:.0f}-{100 * hi / of_gbps:.0f}%"
+    return span
 
 
 def _percent(share: float | None, interval: tuple[float, float] | None = None) -> str:
