@@ -70,8 +70,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     width (`rows_split`), and where a pass only sums the squares about the previous pass's mean (a
     variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the
     kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
-    last wide variant also has an `_fma` twin: a*b+c contracted. The plain row kernels' wide
-    variants also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
+    last wide variant also has an `_fma` twin: a*b+c contracted (`fma_twin`). The plain row
+    kernels' wide variants also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
     Where every function the kernel calls is one of our own (vmath.c, on a machine that builds
     it), the scratch stash (or where
     there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
@@ -109,10 +109,22 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         if shifted(kernel, plan(kernel)):
             found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
     if contractible(kernel) and not exact(kernel):
-        found += (replace(found[-1], name=f"{found[-1].name}_fma", contract=True),)
+        found += (fma_twin(found[-1]),)
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
     return found
+
+
+def fma_twin(s: Schedule) -> Schedule:
+    """`s` with a*b+c contracted, its split loops' groups written as AVX-512 vectors where the
+    compiler targets AVX-512 (CRenderer.vector_groups). In the `omp simd` form GCC kept one of
+    LayerNorm's six contracted partial sums on the stack, so every group waited on a store and a
+    reload: LayerNorm 4096x1024's rows took 248-256 ns in cache against 184-195 uncontracted; as
+    vectors 163, and read from memory 0.720-0.834 ms against 0.751-0.865 for the fastest
+    uncontracted variant (1.02-1.04x). The vector form's contracted twins of mean/var, RMSNorm and
+    add+RMSNorm were faster than the `omp simd` ones too (in cache 81-82 against 82, 114-120
+    against 126-128, 143 against 154 ns a row; docs/experiments/2026-12-05c-cpu)."""
+    return replace(s, name=f"{s.name}_fma", contract=True, vectors=s.vectors or (bool(s.split) and avx512()))
 
 
 def near(s: Schedule) -> Schedule:
