@@ -696,12 +696,14 @@ def test_a_shifted_spread_is_within_its_error_bound_and_keeps_the_mean_bit_for_b
 
 
 def test_rows_the_shifted_sums_cannot_vouch_for_are_summed_again_as_the_two_pass_kernel_does(tmp_path):
-    """A first few values far from the mean (the shift cancels), NaN, inf, overflow and rows shorter
-    than shifted_from: bit for bit the two-pass kernel, NaN where it has NaN."""
+    """A first few values far from the mean (the shift cancels), a centred first few before a far
+    tail (taken as centred, K = 0, and the sums about 0 cancel), NaN, inf, overflow and rows
+    shorter than shifted_from: bit for bit the two-pass kernel, NaN where it has NaN."""
     k = kernel_of(MEAN_VAR)
     n = 1024
-    x = np.random.default_rng(seed_for("shifted-fallback")).standard_normal((6, n)).astype(np.float32)
+    x = np.random.default_rng(seed_for("shifted-fallback")).standard_normal((7, n)).astype(np.float32)
     x[0, :16] = 1e6        # the shift sits a thousand spreads from the mean
+    x[6, 16:] += 1e3       # the sample says centred; the row's mean is 31 of its spreads from 0
     x[1, 5] = np.nan
     x[2, 600] = np.inf
     x[3, :16] = np.inf
