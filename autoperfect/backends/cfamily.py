@@ -767,11 +767,11 @@ class CRenderer(CFamily):
         4096x1024 read from memory ran 1.04x slower (docs/experiments/2026-12-04e-cpu).
         Where the sample sits within half its own spread of 0 (5 K^2 <= q, q the 16's mean square:
         K^2 <= (q - K^2) / 4, summed beside K, not after it), the row is taken as centred and K is
-        0: d is the value itself, sum(d) is
-        the row's own total, and the pass sums two things instead of three and subtracts nothing
-        (LayerNorm's rows 1.2x faster in cache, docs/experiments/2026-12-05c-cpu). The kernel's
-        test still vouches for every row (shifted_from holds for any K): a row whose sample lied
-        (a centred head, a far tail) is summed again about its mean."""
+        0: d is the value itself, sum(d) is the row's own total (`sh.total`), and the pass sums two
+        things instead of three and subtracts nothing (LayerNorm's rows 1.2x faster in cache,
+        docs/experiments/2026-12-05c-cpu). The kernel's test still vouches for every row
+        (shifted_from holds for any K): a row whose sample lied (a centred head, a far tail) is
+        summed again about its mean."""
         v = self.name(sh.value)
         cone_lines = [f"{indent}  {self.assign(i)}" for i in cone(self.k, [sh.value])]
         lines = [f"{indent}float ap_k = 0.0f, ap_e = 0.0f, ap_s1 = 0.0f, ap_s2 = 0.0f;",
@@ -779,16 +779,18 @@ class CRenderer(CFamily):
                  f"{indent}for (int64_t j = 0; j < ap_jk; j++) {{", *cone_lines,
                  f"{indent}  ap_k += {v};", f"{indent}  ap_e += {v} * {v};", f"{indent}}}",
                  f"{indent}if (ap_jk > 0) ap_k = ap_k / (float)ap_jk;"]
-        (total,) = [r for r in rp.reduces if self.k.body[r].op is Op.SUM and self.k.body[r].srcs[0] == sh.value]
         value = self.vector_assign(sh.value) if self.s.vectors else None  # the same in a vector group
-        shift = {sh.value: [self.assign(sh.value), f"const float ap_d = {v} - ap_k;",
-                            "const float ap_dd = ap_d * ap_d;"]}
-        vector = {sh.value: [value, f"const __m512 ap_d = {v} - ap_k;", "const __m512 ap_dd = ap_d * ap_d;"]} if value else {}
-        centred = {sh.value: [self.assign(sh.value), f"const float ap_dd = {v} * {v};"]}
-        centred_vector = {sh.value: [value, f"const __m512 ap_dd = {v} * {v};"]} if value else {}
+
+        def given(*decls: str) -> tuple[dict, dict]:
+            """The value's statement followed by `decls` in the loop, and the same in a vector group."""
+            return ({sh.value: [self.assign(sh.value), *(f"const float {d};" for d in decls)]},
+                    {sh.value: [value, *(f"const __m512 {d};" for d in decls)]} if value else {})
+
+        centred, centred_vector = given(f"ap_dd = {v} * {v}")
+        shift, vector = given(f"ap_d = {v} - ap_k", "ap_dd = ap_d * ap_d")
         lines.append(f"{indent}if (5.0f * (float)ap_jk * ap_k * ap_k <= ap_e) {{")
         lines += self.reduce_loop(indent + "  ", rp, centred, prefetch, (("ap_s2", "ap_dd"),), centred_vector)
-        lines += [f"{indent}  ap_s1 = a{total};", f"{indent}}} else {{"]
+        lines += [f"{indent}  ap_s1 = a{sh.total};", f"{indent}}} else {{"]
         lines += self.reduce_loop(indent + "  ", rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
         return lines + [f"{indent}}}"]
 

@@ -138,6 +138,7 @@ class Shifted:
     first: int                    # index into Plan.passes of the pass that sums the total
     value: int                    # the elem value summed (x, or x + r)
     spread: int                   # the next pass's only reduction: SUM((value - mean)^2)
+    total: int                    # the first pass's SUM(value), whose mean the spread is about
 
 
 def shifted(k: KernelIR, p: Plan) -> Shifted | None:
@@ -165,5 +166,5 @@ def shifted(k: KernelIR, p: Plan) -> Shifted | None:
             continue
         if set(nxt.elem) != set(cone(k, [value.id])) | {dev.id, square.id}:
             continue
-        return Shifted(first, value.id, spread.id)
+        return Shifted(first, value.id, spread.id, total.id)
     return None

@@ -8,26 +8,22 @@ rounds as dispatch_ab.py's. Run from a pipeline clone's root after `snakemake --
 the benchmark's warm condition: `ROUNDS=41 python docs/experiments/2026-12-05b-cpu/pool_ab.py rmsnorm`.
 Every way's output is checked against the OpenMP entry's, bit for bit, before timing."""
 import ctypes
-import json
 import os
 import re
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, interp, roofline
+from autoperfect import bench, roofline
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op, seed_for
+from autoperfect.pipeline import program
+from autoperfect.spec import seed_for
+
+import harness  # this folder's
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 op = sys.argv[1]
-spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-be = backends.get("cpu")
-f = front(spec)
-k = [k for k in f.kernels if k][0]
-chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
+spec, be, f, k, chosen = harness.chosen(op)
 source = sys.argv[2] if len(sys.argv) > 2 else f"results/{op}/cpu/candidates/{k.name}.{chosen}.c"
 text = open(source).read()
 head = f"void {k.name}(void **bufs, const int64_t *dims, const int64_t *strides) {{"
@@ -47,10 +43,7 @@ lib = ctypes.CDLL(build.library)
 lib.pool_start(int(os.environ.get("HELPER_CPU", "1")))
 print(op, source)
 
-sets = C.input_sets(spec, f, 1, C.has_torch())
-ref = interp.evaluate(f.traced, list(sets[0].xs), "float64")
-torch_fns, _ = C.torch_calls(f, sets[0].tensors, ref, {})
-calls = {n: c for n, c in C.user_calls(spec, f, torch_fns, {}, ref, sets[0]).items() if n in ("mlx_eager", "torch_compile")}
+sets, calls = harness.neighbours(spec, f, 1)
 native = program(f, {k.name: be.Kernel(k, be.build(text).library, "native")})
 calls["native"] = lambda s: C.evaluate(native, s.arrays)
 import mlx.core as mx

@@ -8,32 +8,25 @@ renderer. Run from a pipeline clone's root after `snakemake --cores 4 all`, with
 checkout to measure, under the benchmark's warm condition:
 `ROUNDS=41 python docs/experiments/2026-12-05b-cpu/share_ab.py rmsnorm`. STEADY=1: bursts over input
 sets beyond the caches instead, as the benchmark's steady state."""
-import json
 import os
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, interp, roofline
+from autoperfect import bench, roofline
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op, seed_for
+from autoperfect.pipeline import program
+from autoperfect.spec import seed_for
+
+import harness  # this folder's
 
 op = sys.argv[1]
-spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-be = backends.get("cpu")
-f = front(spec)
-k = [k for k in f.kernels if k][0]
-chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
+spec, be, f, k, chosen = harness.chosen(op)
 schedule = next(s for s in be.schedules_for(k) if s.name == chosen)
 lib = be.build(be.render(k, schedule)).library
 steady = os.environ.get("STEADY") == "1"
 count = C.steady_set_count(sum(C.ideal_traffic(f)[:1]), roofline.cache_bytes()) if steady else 1
-sets = C.input_sets(spec, f, count, C.has_torch())
-ref = interp.evaluate(f.traced, list(sets[0].xs), "float64")
-torch_fns, _ = C.torch_calls(f, sets[0].tensors, ref, {})
-calls = {n: c for n, c in C.user_calls(spec, f, torch_fns, {}, ref, sets[0]).items() if n in ("mlx_eager", "torch_compile")}
+sets, calls = harness.neighbours(spec, f, count)
 pooled = be.Kernel(k, lib, "native")
 openmp = be.Kernel(k, lib, "native")
 openmp.part_address = 0  # the extension then runs the kernel's own entry, its OpenMP team
