@@ -32,12 +32,17 @@ from .pipeline import Front, front, program
 from .program import IntegrityError, guarded_call
 from .spec import OpSpec, SpecError, seed_for
 
-CLASSES = ("normal", "large", "tiny", "mixed", "special")
+CLASSES = ("normal", "large", "tiny", "mixed", "special", "offset")
 # Scales per dtype: "large" leaves room to square a value, "tiny" makes products denormal, "mixed"
-# spans that many decades either way; specials are the dtype's own extremes.
+# spans that many decades either way; specials are the dtype's own extremes; "offset" moves each
+# row that many times its spread away from 0 (row_offsets).
 LARGE = {"float32": 1e4, "bfloat16": 1e4, "float16": 1e2}
 TINY = {"float32": 1e-20, "bfloat16": 1e-20, "float16": 1e-3}
 MIXED_DECADES = {"float32": 8, "bfloat16": 8, "float16": 3}
+OFFSET = {"float32": 3e3, "bfloat16": 30.0, "float16": 30.0}
+# In one "offset" row in LYING_ROWS the first LYING_HEAD values stay about 0 (row_offsets).
+LYING_ROWS = 8
+LYING_HEAD = 16
 MAX_ALT_ELEMENTS = 1 << 21
 
 
@@ -147,6 +152,8 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator) -> list[np.ndarray]:
             elif cls == "special":
                 mask = _special_positions(shape, rng)
                 x[mask] = rng.choice(specials(inp.dtype), size=int(mask.sum()))
+            elif cls == "offset":
+                x = x + row_offsets(shape, OFFSET[inp.dtype], rng)
         out.append(dtypes.round_to(x, inp.dtype))
     return out
 
@@ -169,12 +176,37 @@ def _special_positions(shape, rng: np.random.Generator) -> np.ndarray:
     return mask
 
 
+def row_offsets(shape, scale: float, rng: np.random.Generator) -> np.ndarray:
+    """Where each row (the last axis) of an "offset" draw sits: +-scale times its standard normal
+    spread, by a factor in [0.5, 1] of its own. Its values agree in their leading digits, so a
+    spread taken as E[x^2] - mean^2 loses them (at 3000 times the spread in float32, by more than
+    the bound allows in most rows of 1024: docs/experiments/2026-12-05d-cpu), where the two-pass
+    sum about the mean, or one about a shift near it, keeps them. In one row in LYING_ROWS the first
+    LYING_HEAD values stay about 0 before the far tail: a kernel that takes its shift from a row's
+    first values meets a row they misrepresent."""
+    if not shape:
+        return scale * rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.0)
+    rows = (*shape[:-1], 1)
+    off = np.broadcast_to(scale * rng.choice([-1.0, 1.0], size=rows) * rng.uniform(0.5, 1.0, size=rows), shape).copy()
+    if len(shape) > 1:
+        lying = rng.random(rows) < 1 / LYING_ROWS
+        off[..., :LYING_HEAD] = np.where(lying, 0.0, off[..., :LYING_HEAD])
+    return off
+
+
 def classes_for(spec: OpSpec) -> tuple[str, ...]:
     """With a `range` on every float input, the scale classes would leave the op's domain."""
     floats = [i for i in spec.inputs if i.dtype in dtypes.FLOATS]
     if floats and all(i.range is not None for i in floats):
         return ("normal", "special")
     return CLASSES
+
+
+def call_classes(spec: OpSpec) -> tuple[str, ...]:
+    """The classes drawn at the spec's own shapes (at its scale, where threads and a one-pass
+    spread's long rows live): normal inputs, special values, and rows far from 0 where the op's
+    domain allows them."""
+    return tuple(c for c in ("normal", "special", "offset") if c in classes_for(spec))
 
 
 # -- comparison ---------------------------------------------------------------------------------------
@@ -496,9 +528,9 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
     # the small shapes first: most wrong kernels fail there in milliseconds; the spec's scale last
     order = [(n, shape_sets[n], classes_for(spec)) for n in range(1, len(shape_sets))]
     big = scale_shapes(spec)
-    if big:
-        order.append((len(shape_sets), big, ("normal",)))
-    order.append((0, shape_sets[0], ("normal", "special")))
+    if big:  # rows at scale far from 0: a one-pass spread's long rows
+        order.append((len(shape_sets), big, tuple(c for c in ("normal", "offset") if c in classes_for(spec))))
+    order.append((0, shape_sets[0], call_classes(spec)))
     report, useful = [], 0
     for n, shapes, classes in order:
         s = spec.with_shapes(shapes)

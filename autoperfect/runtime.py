@@ -76,7 +76,7 @@ def only(f: Front, names: set[str]) -> Front | None:
 def gate(request: dict) -> dict:
     """The gate's verdicts on the libraries of one kernel's variants ({"verdicts": {variant: verdict}}),
     computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
-    (graphs[0]: normal and special inputs) and at the alternate shape (every input class), with every
+    (graphs[0]: judge.call_classes) and at the alternate shape (every input class), with every
     other region computed by MLX; the judge's ULP probes of the approximated functions it calls; and
     one hidden draw. The variants are judged on the same draws, whose answer keys (references and
     error bounds, most of a gate's time) are computed once, several at a time (`answer_keys`)."""
@@ -107,7 +107,7 @@ class Draws:
 def _draws(kernel: str, graph_json: dict, n: int) -> Draws:
     traced = Graph.from_json(graph_json)
     f, spec = only(front_of(traced), {kernel}), spec_of(traced)
-    classes = ("normal", "special") if n == 0 else tuple(judge.classes_for(spec))
+    classes = judge.call_classes(spec) if n == 0 else tuple(judge.classes_for(spec))
     exact = f is not None and all(node.op in EXACT for node in f.canonical.nodes)
     return Draws(n, {i.name: list(i.shape) for i in spec.inputs}, f, spec, classes, exact)
 

@@ -255,7 +255,7 @@ def test_without_a_gpu_cuda_is_not_available_but_still_resolves(tmp_path):
 
 
 def emulated_verdicts(spec, schedule_for, target: str, workdir: Path, sources=None) -> list[dict]:
-    """The judge's checks (normal and special inputs, poisoned and fenced outputs) of the op's
+    """The judge's checks at the call's shapes (judge.call_classes, poisoned and fenced outputs) of the op's
     kernels, rendered for `target` (or given in `sources`, by kernel) and run by the emulator."""
     be = backends.get(target)
     f = front(spec)
@@ -265,7 +265,7 @@ def emulated_verdicts(spec, schedule_for, target: str, workdir: Path, sources=No
     prog = program(f, loaded)
     exact = all(n.op in judge.EXACT for n in f.canonical.nodes)
     return [judge.check_shape(f, prog, spec, cls, np.random.default_rng(seed_for(spec.name, cls)), exact)
-            for cls in ("normal", "special")]
+            for cls in judge.call_classes(spec)]
 
 
 @pytest.mark.parametrize("name", list(SPECS))

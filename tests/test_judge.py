@@ -401,3 +401,26 @@ def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(t
     assert build.ok, build.log
     verdict = judge_candidates(spec, "cpu", {k.name: build.library}, Settings(), None)
     assert not verdict["passed"] and "[4097, 1063]" in verdict["reason"], verdict["reason"]
+
+
+def test_offset_rows_sit_far_from_zero_and_some_heads_lie():
+    """Each "offset" row sits OFFSET times its spread from 0 (a factor in [0.5, 1] of its own, either
+    side); about one row in LYING_ROWS keeps its first LYING_HEAD values about 0."""
+    spec = parse_op("o", {"fn": "def o(x, w):\n    return x * w\n",
+                          "inputs": {"x": {"shape": [400, 300], "dtype": "float32"},
+                                     "w": {"shape": [300], "dtype": "float16"}}})
+    x, w = judge.draw(spec, "offset", np.random.default_rng(seed_for("offset rows")))
+    tail = x[:, judge.LYING_HEAD:]
+    c = np.abs(tail.mean(axis=1))
+    assert np.all(c >= 0.5 * judge.OFFSET["float32"] - 1) and np.all(c <= judge.OFFSET["float32"] + 1)
+    assert (tail.mean(axis=1) > 0).mean() == pytest.approx(0.5, abs=0.1)
+    assert np.all(np.abs(tail.std(axis=1) - 1) < 0.2)
+    head = np.abs(x[:, :judge.LYING_HEAD].mean(axis=1))
+    lying = head < 10
+    assert lying.sum() == pytest.approx(400 / judge.LYING_ROWS, rel=0.4)
+    assert np.all(head[~lying] > 0.4 * judge.OFFSET["float32"])
+    assert 0.5 * judge.OFFSET["float16"] - 1 <= abs(w.mean()) <= judge.OFFSET["float16"] + 1  # 1-D: one row
+    assert "offset" in judge.call_classes(spec)
+    ranged = parse_op("r", {"fn": "def r(x):\n    return mx.log(x)\n",
+                            "inputs": {"x": {"shape": [8, 8], "dtype": "float32", "range": [0.5, 2]}}})
+    assert "offset" not in judge.classes_for(ranged) + judge.call_classes(ranged)

@@ -10,17 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from autoperfect import artifacts, backends, mutants, report, stages, static
+import numpy as np
+
+from autoperfect import artifacts, backends, judge, mutants, report, stages, static
 from autoperfect.judge import Settings, judge_candidates
 from autoperfect.mutants import BUGS, Mutant, NotApplicable, plant
-from autoperfect.pipeline import front
-from autoperfect.spec import parse_op
+from autoperfect.ops import EXACT
+from autoperfect.pipeline import front, program
+from autoperfect.spec import parse_op, seed_for
 
 from op_table import config_specs, small_shapes
 
 BE = backends.get("cpu")
 SPECS = config_specs()
-NORM = set(BUGS) - {"wrong_constant", "fma_contraction"}
+# (one_pass_variance applies to the shifted variants alone: test_a_one_pass_variance_fails_...)
+NORM = set(BUGS) - {"wrong_constant", "fma_contraction", "one_pass_variance"}
 APPLIES = {  # config op -> the classes planted in its kernel (the others say why not)
     "chain": {"off_by_one", "skipped_tail", "sign_flip", "swapped_operands", "dropped_term",
               "precision_downcast", "race", "partial_write", "wrong_input", "fma_contraction"},
@@ -101,6 +105,30 @@ def test_mutants_reach_the_vector_groups(build_dir):
         assert built.ok, built.log
         verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(shapes=0, hidden_draws=0), None)
         assert not verdict["passed"], f"the {bug} mutant passed on whole groups:\n{m.diff}"
+
+
+@pytest.mark.parametrize("name", ["mean_var", "layernorm"])
+def test_a_one_pass_variance_fails_on_rows_far_from_zero_alone(name, build_dir):
+    """E[x^2] - mean^2 on rows of shifted_from's length (the shifted spread's test taken out, every row
+    taken as centred) passes every class of inputs near 0 and fails the "offset" rows, at the spec's
+    shapes where the judge draws them; the verified shifted kernel passes them all."""
+    spec = SPECS[name].with_shapes({i.name: (64, 1024)[-len(i.shape):] for i in SPECS[name].inputs})
+    f = front(spec)
+    (k,) = [k for k in f.kernels if k is not None]
+    source = BE.render(k, next(s for s in BE.schedules_for(k) if s.name == "rows_shifted_v16"))
+    (m,) = [m for m in plant(k, source) if m.bug == "one_pass_variance"]
+    assert isinstance(m, Mutant) and "if (1)" in m.source and "if (N >= " in m.source
+    exact = all(n.op in EXACT for n in f.canonical.nodes)
+    for src, caught in ((source, set()), (m.source, {"offset"})):
+        built = BE.build(src, build_dir)
+        assert built.ok, built.log
+        prog = program(f, {k.name: BE.Kernel(k, built.library)})
+        failed = {cls for cls in judge.CLASSES
+                  if not judge.check_shape(f, prog, spec, cls, np.random.default_rng(seed_for(name, cls)), exact)["passed"]}
+        assert failed == caught
+    assert "offset" in judge.call_classes(spec)
+    others = [p for p in plant(k, BE.render(k, BE.schedules_for(k)[0])) if p.bug == "one_pass_variance"]
+    assert isinstance(others[0], NotApplicable) and "pass of their own" in others[0].reason
 
 
 RACE_TRIES = 8

@@ -290,8 +290,8 @@ def test_the_gate_computes_each_draws_answer_key_once_for_every_variant(monkeypa
                           "libraries": libraries, "hidden_seed": 7})
     assert set(reply["verdicts"]) == set(libraries)
     assert all(v["passed"] for v in reply["verdicts"].values()), reply
-    # the call's two classes and the hidden draw, once each (computed in threads: in any order)
-    assert sorted(made) == ["normal", "normal", "special"]
+    # the call's three classes and the hidden draw, once each (computed in threads: in any order)
+    assert sorted(made) == ["normal", "normal", "offset", "special"]
 
 def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
     (x,) = arrays("partial", (6, 20))

@@ -151,6 +151,10 @@ PREFETCH_NEAR = 4096
 
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
+# A shifted spread's tests (CRenderer.shifted_sums, shifted_spread): the sample's rows taken as
+# centred (K = 0), and the shifted sums trusted beside the row length's (shifted_from).
+CENTRED_TEST = "5.0f * (float)ap_jk * ap_k * ap_k <= ap_e"
+TRUSTED_SPREAD = "ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY"
 
 # Lanes of one AVX-512 register of floats: a split of twice this many partial sums is folded in
 # registers by FOLD (CRenderer.combine_lanes).
@@ -788,7 +792,7 @@ class CRenderer(CFamily):
 
         centred, centred_vector = given(f"ap_dd = {v} * {v}")
         shift, vector = given(f"ap_d = {v} - ap_k", "ap_dd = ap_d * ap_d")
-        lines.append(f"{indent}if (5.0f * (float)ap_jk * ap_k * ap_k <= ap_e) {{")
+        lines.append(f"{indent}if ({CENTRED_TEST}) {{")
         lines += self.reduce_loop(indent + "  ", rp, centred, prefetch, (("ap_s2", "ap_dd"),), centred_vector)
         lines += [f"{indent}  ap_s1 = a{sh.total};", f"{indent}}} else {{"]
         lines += self.reduce_loop(indent + "  ", rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
@@ -800,7 +804,7 @@ class CRenderer(CFamily):
         return [f"{indent}{{",
                 f"{indent}  const float ap_q = ap_s1 / (float)N;",
                 f"{indent}  const float ap_v = ap_s2 - ap_s1 * ap_q;",
-                f"{indent}  if (N >= {shifted_from(self.s.split)} && ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY) {{",
+                f"{indent}  if (N >= {shifted_from(self.s.split)} && {TRUSTED_SPREAD}) {{",
                 f"{indent}    a{sh.spread} = ap_v;",
                 f"{indent}  }} else {{",
                 *again,
