@@ -42,7 +42,8 @@ STEADY = (f"steady: bursts of at least {STEADY_MIN_CALLS} back-to-back calls of 
           "bench.json's steady.burst and steady.input_sets)")
 SCALES = (64, 16, 4)  # the spec's rows divided by these (and the spec itself): how time grows with size
 IN_CACHE_BURST = 16   # back-to-back calls a sample of the kernels in cache averages ...
-IN_CACHE_ROUNDS = 15  # ... and the samples the median is taken over
+IN_CACHE_ROUNDS = 15  # ... and the samples the median is taken over ...
+IN_CACHE_CHILDREN = 3  # ... in each of this many children, whose figures' median counts (median_child)
 IN_PROCESS_STREAM_REPEATS = 10  # samples of each stream kernel at each size in the op's own process
 
 
@@ -450,6 +451,23 @@ def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
     seconds, per_call = rows_time(summary["median_s"], half["median_s"], divisor)
     return {**record, "half": {"divisor": 2 * divisor, "kernel": half}, "per_call_s": per_call,
             "seconds": record["calls_s"] if seconds is None else seconds}
+
+
+def median_child(replies: list[dict]) -> dict:
+    """Of the replies of `measure_in_cache`'s children (one after another), the one whose figure
+    (`in_cache.seconds`) is the median of theirs (the lower one of an even count), every child's
+    figure beside it as `in_cache.children_s`. A child's figure is its moment's: run after run in
+    children of their own, an unchanged kernel's stayed within 5-10% but for one child in eight or
+    ten, which took 1.2-2.3x as long (RMSNorm 0.222-0.236 ms and once 0.288, mean/var 0.148-0.168 and
+    once 0.330, LayerNorm 0.355-0.399 and once 0.477: `docs/experiments/2026-12-05d-cpu/
+    incache_steady.py`); one child alone put LayerNorm "held in cache" at 0.805 ms in a run whose
+    kernel measured 0.344-0.463 again. Replies with no figure (skipped, or kernels with no ctypes
+    call) leave the first reply as it is."""
+    timed = [r for r in replies if "seconds" in r.get("in_cache", {})]
+    if not timed:
+        return replies[0]
+    mid = sorted(timed, key=lambda r: r["in_cache"]["seconds"])[(len(timed) - 1) // 2]
+    return {**mid, "in_cache": {**mid["in_cache"], "children_s": [r["in_cache"]["seconds"] for r in timed]}}
 
 
 def rows_time(cut_s: float, half_s: float, divisor: int) -> tuple[float | None, float]:

@@ -388,6 +388,22 @@ def test_in_cache_takes_out_the_fixed_cost_of_a_call_with_half_the_cut(cpu_build
     assert got["seconds"] == pytest.approx(8 * (cut - half) if cut > half else cut * 4)
 
 
+def test_the_in_cache_figure_is_the_median_childs():
+    """Three children's replies: the one whose figure is their median counts, whole (its cut, its
+    samples), with every child's figure beside it; one slow child moves nothing; replies with no
+    figure leave the first as it is."""
+    from autoperfect.contenders import median_child
+
+    replies = [{"in_cache": {"seconds": s, "divisor": d}, "condition": "warm"}
+               for s, d in ((0.23e-3, 1), (0.48e-3, 2), (0.25e-3, 3))]
+    got = median_child(replies)
+    assert got["in_cache"]["seconds"] == 0.25e-3 and got["in_cache"]["divisor"] == 3
+    assert got["in_cache"]["children_s"] == [0.23e-3, 0.48e-3, 0.25e-3] and got["condition"] == "warm"
+    assert median_child(replies[:2])["in_cache"]["seconds"] == 0.23e-3  # the lower of two
+    skipped = [{"in_cache": {"skipped": "no L2 size in sysfs"}}] * 3
+    assert median_child(skipped) == skipped[0] and median_child([{}]) == {}
+
+
 def test_rows_time_is_the_slope_of_two_cuts():
     """time = fixed + per row * rows: 11.42 us over a cut of the op's rows over 32 and 7.69 us over
     half of it give 3.73 us per half cut, 2 * 32 * 3.73 us for the op, and 3.96 us a call; a half
