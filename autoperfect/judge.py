@@ -183,7 +183,10 @@ def row_offsets(shape, scale: float, rng: np.random.Generator) -> np.ndarray:
     the bound allows in most rows of 1024: docs/experiments/2026-12-05d-cpu), where the two-pass
     sum about the mean, or one about a shift near it, keeps them. In one row in LYING_ROWS the first
     LYING_HEAD values stay about 0 before the far tail: a kernel that takes its shift from a row's
-    first values meets a row they misrepresent."""
+    first values meets a row they misrepresent, which the shifted kernel's test sends to the
+    two-pass sum at every length. (Such a row's spread is wide, so even E[x^2] - mean^2 keeps it
+    within the bound: the shifted sums trusted on every row passed with and without these rows. They
+    take the long rows through that branch; the cancellation is the far rows' to show.)"""
     if not shape:
         return scale * rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.0)
     rows = (*shape[:-1], 1)
