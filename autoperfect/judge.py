@@ -205,11 +205,15 @@ def classes_for(spec: OpSpec) -> tuple[str, ...]:
     return CLASSES
 
 
-def call_classes(spec: OpSpec) -> tuple[str, ...]:
-    """The classes drawn at the spec's own shapes (at its scale, where threads and a one-pass
-    spread's long rows live): normal inputs, special values, and rows far from 0 where the op's
-    domain allows them."""
-    return tuple(c for c in ("normal", "special", "offset") if c in classes_for(spec))
+# The classes drawn at the spec's own shapes and at its grown scale (where threads, streaming stores
+# and a one-pass spread's long rows live), each where the op's domain allows it (classes_for).
+CALL_CLASSES = ("normal", "special", "offset")
+SCALE_CLASSES = ("normal", "offset")
+
+
+def call_classes(spec: OpSpec, wanted: tuple[str, ...] = CALL_CLASSES) -> tuple[str, ...]:
+    """Those of `wanted` (by default the spec's own shapes' classes) the op's domain allows."""
+    return tuple(c for c in wanted if c in classes_for(spec))
 
 
 # -- comparison ---------------------------------------------------------------------------------------
@@ -531,8 +535,8 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
     # the small shapes first: most wrong kernels fail there in milliseconds; the spec's scale last
     order = [(n, shape_sets[n], classes_for(spec)) for n in range(1, len(shape_sets))]
     big = scale_shapes(spec)
-    if big:  # rows at scale far from 0: a one-pass spread's long rows
-        order.append((len(shape_sets), big, tuple(c for c in ("normal", "offset") if c in classes_for(spec))))
+    if big:
+        order.append((len(shape_sets), big, call_classes(spec, SCALE_CLASSES)))
     order.append((0, shape_sets[0], call_classes(spec)))
     report, useful = [], 0
     for n, shapes, classes in order:

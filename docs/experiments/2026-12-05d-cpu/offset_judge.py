@@ -1,6 +1,8 @@
 """The judge's "offset" inputs against the one-pass spread: every rendered variant of an op's kernel
-is judged (each must pass), then the one_pass_variance mutant of each shifted variant is judged with
-the judge's classes as they are and with "offset" left out (the judge before it had that class).
+is judged (each must pass), then, in each shifted variant, the one_pass_variance mutant with the
+judge's classes as they are and with "offset" left out (the judge before it had that class), and the
+kernel with only its test `S2 <= 2D` taken out (K still the mean of the first 16 values) with one
+offset row in 8 lying (its first 16 values about 0) and with none.
 
     python docs/experiments/2026-12-05d-cpu/offset_judge.py mean_var layernorm
 """
@@ -14,6 +16,7 @@ from unittest import mock
 import yaml
 
 from autoperfect import backends, judge
+from autoperfect.backends.cfamily import TRUSTED_SPREAD
 from autoperfect.mutants import Mutant, plant
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_ops
@@ -22,13 +25,14 @@ BE = backends.get("cpu")
 SPECS = parse_ops(yaml.safe_load(Path("config.yaml").read_text())["ops"])
 
 
-def verdict(spec, k, source, build_dir, classes=judge.CLASSES):
+def verdict(spec, k, source, build_dir, **judge_patch):
+    """The judge's verdict on `source`, with the judge's module constants in `judge_patch` set."""
     built = BE.build(source, build_dir)
     assert built.ok, built.log
     t = time.time()
-    with mock.patch.object(judge, "CLASSES", classes):
+    with mock.patch.multiple(judge, **{"CLASSES": judge.CLASSES, **judge_patch}):
         v = judge.judge_candidates(spec, "cpu", {k.name: built.library}, judge.Settings(), None)
-    return v, time.time() - t
+    return f"{'passed' if v['passed'] else 'caught: ' + v['reason']} ({time.time() - t:.1f} s)"
 
 
 def main() -> None:
@@ -39,15 +43,17 @@ def main() -> None:
         (k,) = [k for k in front(spec).kernels if k is not None]
         for s in BE.schedules_for(k):
             source = BE.render(k, s)
-            v, dt = verdict(spec, k, source, build_dir)
-            print(f"{name} {s.name}: {'passed' if v['passed'] else 'FAILED ' + v['reason']} ({dt:.1f} s)", flush=True)
+            print(f"{name} {s.name}: {verdict(spec, k, source, build_dir)}", flush=True)
             for m in plant(k, source):
                 if m.bug != "one_pass_variance" or not isinstance(m, Mutant):
                     continue
                 for label, classes in (("with offset", judge.CLASSES), ("without offset", without)):
-                    v, dt = verdict(spec, k, m.source, build_dir, classes)
-                    print(f"  one_pass_variance {label}: {'passed' if v['passed'] else 'caught: ' + v['reason']} "
-                          f"({dt:.1f} s)", flush=True)
+                    print(f"  one_pass_variance {label}: {verdict(spec, k, m.source, build_dir, CLASSES=classes)}",
+                          flush=True)
+                untested = source.replace(f" && {TRUSTED_SPREAD})", ")")
+                for label, lying in (("one row in 8 lying", judge.LYING_ROWS), ("none lying", 10**9)):
+                    print(f"  test taken out, {label}: {verdict(spec, k, untested, build_dir, LYING_ROWS=lying)}",
+                          flush=True)
 
 
 if __name__ == "__main__":
