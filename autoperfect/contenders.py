@@ -276,8 +276,7 @@ def roofline_in_process(kernels, sizes) -> dict:
     process after its rounds: on this VM the bandwidth a buffer gets moves by up to 1.8x between
     processes seconds apart and over minutes (docs/experiments/2026-12-05b-cpu), so the roofline,
     measured once in a process of its own, can meet a moment the op's rounds never see. Measured
-    after the rounds, so that its arrays (numpy's, on huge pages) are not the memory the
-    contenders' buffers are later carved from."""
+    after the rounds, in mappings of its own (roofline.paged_ones), on the roofline's kinds of page."""
     return {**roofline.measure_streams(kernels, sizes, IN_PROCESS_STREAM_REPEATS), "measured_at": bench.measured_at()}
 
 

@@ -302,12 +302,25 @@ def _stream_arrays(ceiling: dict) -> str:
     sizes = ceiling.get("sizes")
     if not (isinstance(sizes, list) and sizes and all(_is_number(n) for n in sizes)):
         return ""
-    arrays = " and ".join(f"{4 * n / 1e6:.0f} MB" for n in sizes)
+    arrays = " and ".join(f"{4 * n / 1e6:.0f} MB" for n in sizes) + _stream_pages(ceiling)
     caches = ceiling.get("caches_bytes")
     if not _is_number(caches):
         return f" over arrays of {arrays}"
     where = "beyond" if ceiling.get("beyond_caches") else "not beyond (memory was short)"
     return f" over arrays of {arrays}, {where} the machine's {caches / 1e6:.0f} MB of caches"
+
+
+PAGE_NAMES = {"huge": "huge pages", "base": "4 KB pages"}
+
+
+def _stream_pages(ceiling: dict) -> str:
+    """The kinds of page the stream arrays were measured on (roofline.page_kinds) and the one the
+    stream bandwidth was reached on, where there were two."""
+    by_size = ceiling.get("by_size") if isinstance(ceiling.get("by_size"), list) else []
+    kinds = sorted({s.get("pages") for s in by_size if isinstance(s, dict)} & PAGE_NAMES.keys())
+    if len(kinds) < 2 or ceiling.get("pages") not in PAGE_NAMES:
+        return ""
+    return f" on {' and on '.join(PAGE_NAMES[k] for k in kinds)} (the best on {PAGE_NAMES[ceiling['pages']]})"
 
 
 def _streaming(ceiling: dict) -> str:

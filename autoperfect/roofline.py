@@ -18,6 +18,16 @@ is the ceiling for an op's own mix: each byte read costs what the read-only kern
 written what the best copy adds on top of its reads, so all-read traffic is held to the read kernel,
 copy-like traffic to the copy, and the rest in between. `bandwidth_gbps` stays the best of the four
 copy and triad kernels (the stream bandwidth proper).
+
+The stream arrays are measured on both kinds of page where the system offers transparent huge
+pages (`page_kinds`): asked onto them, as numpy asks for its arrays of 4 MB and more, and kept on
+4 KB pages, as MLX's and torch's buffers are; the ceiling is the best over both. Each array has a
+mapping of its own starting on a 2 MB boundary (`paged_ones`), so source and destination sit at the
+same place within a cache line and a page, whatever malloc would have done: on the Intel Xeon VM of
+2026-12-05, a streaming copy between huge-page arrays 16-48 bytes apart modulo 64 ran at 15-18
+GB/s against 35 at the same offset (4 KB pages: 28-33 against 33;
+docs/experiments/2026-12-05e-cpu/alias.py), and numpy's arrays from glibc's heap under the warm
+allocator sit 32 bytes apart.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import ctypes
 import functools
 import hashlib
 import itertools
+import mmap
 import os
 import subprocess
 import time
@@ -70,6 +81,8 @@ QUICK = Plan(sizes=(16 << 20,), stream_repeats=3, fma_seconds=0.01, fma_repeats=
 BEYOND = 4              # a copy's two arrays together hold at least this many times every cache
 MIN_ELEMENTS = 32 << 20  # 128 MB per array at the least, whatever the caches say
 SYSFS_CPUS = "/sys/devices/system/cpu"
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+HUGE_PAGE = 2 << 20  # a transparent huge page on x86-64
 
 
 def cache_bytes(root: str = SYSFS_CPUS, level: str | None = None) -> int | None:
@@ -374,28 +387,78 @@ def _best_time(call, repeats: int) -> float:
     return best
 
 
-def measure_stream(kernels: Kernels, n: int, repeats: int) -> dict:
-    """Best copy and triad bandwidth at `n` elements per array, with plain and with streaming
-    stores, and the read-only kernel's over one of those arrays, the five alternating."""
-    arrays = tuple(np.full(n, 1.0, dtype=np.float32) for _ in range(3))  # filled: pages already faulted
+def page_kinds(thp: str = THP) -> tuple[str, ...]:
+    """The kinds of page the stream arrays are measured on: "huge" (transparent huge pages asked for,
+    MADV_HUGEPAGE) and "base" (refused, MADV_NOHUGEPAGE: 4 KB pages) where the kernel offers
+    transparent huge pages (`thp` names a mode other than never) and Python can ask; elsewhere
+    ("default") whatever the system gives an anonymous mapping."""
+    try:
+        with open(thp) as f:
+            offered = "[never]" not in f.read()
+    except OSError:
+        offered = False
+    return ("huge", "base") if offered and hasattr(mmap, "MADV_HUGEPAGE") else ("default",)
+
+
+def paged_ones(n: int, pages: str = "default") -> np.ndarray:
+    """`n` float32 ones in an anonymous mapping of their own starting on a huge page's boundary, asked
+    onto transparent huge pages ("huge") or kept off them ("base") before the first touch, their
+    pages faulted by the fill. The array keeps its mapping alive; the mapping goes with it."""
+    mapping = mmap.mmap(-1, 4 * n + HUGE_PAGE, flags=mmap.MAP_PRIVATE)  # anonymous (not shared: shmem pages differ)
+    if pages != "default":
+        mapping.madvise(mmap.MADV_HUGEPAGE if pages == "huge" else mmap.MADV_NOHUGEPAGE)
+    start = np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
+    ones = np.frombuffer(mapping, dtype=np.float32, count=n, offset=-start % HUGE_PAGE)
+    ones.fill(1.0)
+    return ones
+
+
+def huge_share(a: np.ndarray, smaps: str = "/proc/self/smaps") -> float | None:
+    """The share of `a`'s bytes on transparent huge pages (its mapping's AnonHugePages in `smaps`),
+    or None where that can't be read."""
+    try:
+        with open(smaps) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    inside = False
+    for line in lines:
+        head = line.split(maxsplit=1)[0] if line.strip() else ""
+        if "-" in head and not head.endswith(":"):
+            low, high = (int(x, 16) for x in head.split("-"))
+            inside = low <= a.ctypes.data < high
+        elif inside and head == "AnonHugePages:":
+            return min(1.0, int(line.split()[1]) * 1024 / a.nbytes)
+    return None
+
+
+def measure_stream(kernels: Kernels, n: int, repeats: int, pages: str = "default") -> dict:
+    """Best copy and triad bandwidth at `n` elements per array on `pages` (paged_ones), with plain and
+    with streaming stores, and the read-only kernel's over one of those arrays, the five alternating;
+    `huge_pages`: the share of the arrays' bytes on huge pages."""
+    arrays = tuple(paged_ones(n, pages) for _ in range(3))  # filled: pages already faulted
+    shares = [huge_share(a) for a in arrays]
     calls = {name: _stream_call(kernels, name, *arrays[:per // 4]) for name, per in BYTES_PER_ELEMENT.items()}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
-    return {"elements": n, **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9
-                              for name, times in samples.items()},
+    return {"elements": n, "pages": pages,
+            "huge_pages": None if None in shares else sum(shares) / len(shares),
+            **{f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / min(times) / 1e9 for name, times in samples.items()},
             # the typical moment beside the best: on a shared VM the two differ by up to 1.7x
             "median_gbps": {f"{name}_gbps": BYTES_PER_ELEMENT[name] * n / float(np.median(times)) / 1e9
                             for name, times in samples.items()}}
 
 
 def measure_streams(kernels: Kernels, sizes, repeats: int) -> dict:
-    """The stream kernels at each of `sizes` (elements per array, measure_stream): the best of each
-    kernel over the sizes, the stream bandwidth (the best copy or triad, `bandwidth_gbps`), the same
-    at the median of the samples, and each size's figures."""
-    by_size = [measure_stream(kernels, n, repeats) for n in sizes]
+    """The stream kernels at each of `sizes` (elements per array) on each of the page kinds
+    (measure_stream, page_kinds): the best of each kernel over them, the stream bandwidth (the best
+    copy or triad, `bandwidth_gbps`) and the kind of page it was reached on (`pages`), the same at
+    the median of the samples, and each size's and kind's figures (`by_size`)."""
+    by_size = [measure_stream(kernels, n, repeats, pages) for n in sizes for pages in page_kinds()]
     best = {f"{name}_gbps": max(s[f"{name}_gbps"] for s in by_size) for name in BYTES_PER_ELEMENT}
     return {
         **best,
         "bandwidth_gbps": stream_gbps(best),
+        "pages": max(by_size, key=stream_gbps)["pages"],
         # the stream bandwidth at the median of each kernel's samples (best size): what a call at
         # a typical moment gets, where bandwidth_gbps is the best moment's
         "median_bandwidth_gbps": max(stream_gbps(s["median_gbps"]) for s in by_size),

@@ -280,6 +280,19 @@ def test_the_roofline_line_gives_the_median_moments_stream_bandwidth_beside_the_
     assert "the stream bandwidth is the best, 74.4 GB/s; at the median of their samples 44.1)" in _build(results)
 
 
+def test_the_roofline_line_names_the_kinds_of_page_and_where_the_best_was_reached(results):
+    data = json.loads((results / "roofline.json").read_text())
+    entries = [{"elements": 1 << 25, "pages": "huge"}, {"elements": 1 << 25, "pages": "base"}]
+    (results / "roofline.json").write_text(json.dumps({**data, "sizes": [1 << 25], "pages": "base",
+                                                       "by_size": entries}))
+    assert "over arrays of 134 MB on 4 KB pages and on huge pages (the best on 4 KB pages)" in _build(results)
+    # one kind only (no transparent huge pages on the system): nothing to name
+    (results / "roofline.json").write_text(json.dumps({**data, "sizes": [1 << 25], "pages": "default",
+                                                       "by_size": [{"elements": 1 << 25, "pages": "default"}]}))
+    markdown = _build(results)
+    assert "over arrays of 134 MB" in markdown and "pages (the best" not in markdown
+
+
 def test_the_goals_section_names_ops_their_time_in_cache_holds_below_the_bar(results):
     """bench.json's in_cache.seconds (the kernels alone, in cache, scaled to the op) beside the op's
     traffic at the stream bandwidth: chain's 268 MB take 5.6 ms at 47.9 GB/s and 7.0 ms at 80% of

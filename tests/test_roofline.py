@@ -1,6 +1,7 @@
 """The roofline: emitted kernels compile, measure positive ceilings, and fraction() agrees."""
 
 import json
+import mmap
 import os
 
 import numpy as np
@@ -40,10 +41,15 @@ def test_quick_measure_returns_positive_ceilings(measured):
     for key in (*kinds, "read_gbps", "bandwidth_gbps", "fma_gflops"):
         assert measured[key] > 0
     assert measured["bandwidth_gbps"] == max(measured[k] for k in kinds)  # the read kernel is not stream bandwidth
+    # one size on each kind of page; the best of them is the ceiling, and says where it was reached
+    by_size = measured["by_size"]
+    assert [(s["elements"], s["pages"]) for s in by_size] == [(16 << 20, p) for p in roofline.page_kinds()]
+    assert measured["bandwidth_gbps"] == max(roofline.stream_gbps(s) for s in by_size)
+    assert measured["pages"] == max(by_size, key=roofline.stream_gbps)["pages"]
     # the median moment's stream bandwidth, from the same samples: never above the best's
-    (size,) = measured["by_size"]
-    assert measured["median_bandwidth_gbps"] == max(size["median_gbps"][k] for k in kinds)
-    assert all(0 < size["median_gbps"][k] <= size[k] for k in (*kinds, "read_gbps"))
+    assert measured["median_bandwidth_gbps"] == max(s["median_gbps"][k] for s in by_size for k in kinds)
+    assert all(0 < s["median_gbps"][k] <= s[k] for s in by_size for k in (*kinds, "read_gbps"))
+    assert all(s["huge_pages"] is None or 0 <= s["huge_pages"] <= 1 for s in by_size)
     assert set(measured["functions"]["rates"]) == {op.value for op in ULP_BOUND}
     assert all(r["per_second"] > 0 for r in measured["functions"]["rates"].values())
     assert measured["sizes"] == [16 << 20]
@@ -210,3 +216,38 @@ def test_stream_arrays_are_sized_beyond_the_caches_within_the_free_memory():
     assert roofline.stream_sizes(480 * mib, 8 << 30) == (240 * mib, 256 * mib)
     capped = roofline.stream_sizes(480 * mib, 4 << 30)
     assert capped == (128 * mib,) and 3 * 4 * capped[-1] <= 3 * (4 << 30) // 8
+
+
+def test_page_kinds_follow_the_systems_transparent_huge_pages(tmp_path):
+    mode = tmp_path / "enabled"
+    offered = ("huge", "base") if hasattr(mmap, "MADV_HUGEPAGE") else ("default",)
+    for text, kinds in (("always [madvise] never", offered), ("[always] madvise never", offered),
+                        ("always madvise [never]", ("default",))):
+        mode.write_text(text + "\n")
+        assert roofline.page_kinds(str(mode)) == kinds, text
+    assert roofline.page_kinds(str(tmp_path / "missing")) == ("default",)  # no THP (macOS, old kernels)
+
+
+def test_paged_ones_start_on_a_huge_page_and_base_pages_stay_small():
+    for kind in {"default", *roofline.page_kinds()}:
+        a = roofline.paged_ones(3 << 19, kind)
+        assert a.ctypes.data % roofline.HUGE_PAGE == 0 and a.flags.writeable and a.dtype == np.float32
+        assert a.size == 3 << 19 and np.all(a == 1.0), kind
+        share = roofline.huge_share(a)
+        assert share is None or 0 <= share <= 1
+        if kind == "base" and share is not None:
+            assert share == 0.0  # MADV_NOHUGEPAGE: 4 KB pages whatever the mode
+
+
+def test_huge_share_reads_the_arrays_mapping_in_smaps(tmp_path):
+    a = np.ones(1 << 20, dtype=np.float32)  # 4 MiB
+    start = a.ctypes.data - 4096
+    smaps = tmp_path / "smaps"
+    smaps.write_text(
+        "00400000-00401000 r-xp 00000000 08:01 1 /bin/true\nSize: 4 kB\nAnonHugePages: 0 kB\n"
+        f"{start:x}-{start + (8 << 20):x} rw-p 00000000 00:00 0\nSize: 8196 kB\nAnonHugePages:   2048 kB\n"
+        "VmFlags: rd wr mr mw me ac\n")
+    assert roofline.huge_share(a, str(smaps)) == 0.5
+    smaps.write_text("00400000-00401000 r-xp 00000000 08:01 1 /bin/true\nAnonHugePages: 0 kB\n")
+    assert roofline.huge_share(a, str(smaps)) is None  # not mapped there
+    assert roofline.huge_share(a, str(tmp_path / "missing")) is None

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from autoperfect import roofline
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ("Snakefile", "rules", "scripts", "schemas", "prompts", "report")
 
@@ -94,7 +96,8 @@ def test_full_run_writes_the_contract(ran):
             steady["achieved_gbps"] / steady["stream_in_rounds"]["mixed_gbps"])
         # the roofline's stream kernels run again in the op's own process, at the roofline's sizes
         own, ceiling = bench["roofline_in_process"], json.loads((ran / "results/roofline.json").read_text())
-        assert [s["elements"] for s in own["by_size"]] == ceiling["sizes"] and own["bandwidth_gbps"] > 0
+        assert [(s["elements"], s["pages"]) for s in own["by_size"]] == [
+            (n, p) for n in ceiling["sizes"] for p in roofline.page_kinds()] and own["bandwidth_gbps"] > 0
         for stage in ("graph", "canonical", "regions", "kernels"):
             assert (ran / f"results/{op}/{stage}.json").is_file()
     regions = json.loads((ran / "results/rms/regions.json").read_text())
