@@ -165,7 +165,7 @@ def test_a_scratch_stash_keeps_the_exps_on_the_stack_and_streams_the_final_pass(
     assert f"float ap_buf[{cfamily.SCRATCH_ROW}]" in source and "ap_row[j] = v" in source
     reducing, final = source.split("const float q")                     # the row sum's reciprocal
     assert reducing.count("= expf(") == 2 and "expf(" not in final.split("\n", 1)[1]  # the exps read back
-    assert final.count("= ap_row[j];") == 3                              # head, streamed chunks, tail
+    assert final.count("= ap_row[j];") == 4                  # head, streamed chunks, streamed lines, tail
     assert "AP_NT_STORE" in source and f"&& N <= {cfamily.SCRATCH_ROW};" in source
 
 
@@ -231,9 +231,12 @@ def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
     plain = BE.Kernel(k, library(k, Schedule("p"), tmp_path))
     streamed = BE.Kernel(k, library(k, Schedule("s", stream=1), tmp_path))
     # the first output's chunks start on a line by construction: streamed untested, never copied
-    chunks = BE.render(k, Schedule("s", stream=1)).split("for (; jc + ")[1]
-    assert "AP_NT_STORE(out2 + r * N + jc + q" in chunks and "__builtin_memcpy(out2" not in chunks
-    assert "if (((uintptr_t)(out3 + r * N + jc) & 63) == 0)" in chunks and "__builtin_memcpy(out3" in chunks
+    # then the whole lines left one at a time, the same way
+    _, chunks, lines = BE.render(k, Schedule("s", stream=1)).split("for (; jc + ")
+    assert chunks.startswith("64 <= j1; jc += 64)") and lines.startswith(f"{cfamily.LINE} <= j1; jc += {cfamily.LINE})")
+    for loop in (chunks, lines):
+        assert "AP_NT_STORE(out2 + r * N + jc + q" in loop and "__builtin_memcpy(out2" not in loop
+        assert "if (((uintptr_t)(out3 + r * N + jc) & 63) == 0)" in loop and "__builtin_memcpy(out3" in loop
     rng = np.random.default_rng(seed_for("stream", str(n)))
     a, b = (rng.standard_normal((3, n)).astype(np.float32) for _ in range(2))
     assert_equal_at_every_shift(k, (plain, streamed), [a, b], (3, n), outputs=2)
@@ -386,10 +389,11 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
                           x={"shape": [4, 64], "dtype": "float32"}, w={"shape": [64], "dtype": "float32"}))
     (wide,) = [s for s in cpu.schedules_for(k) if s.name == "rows_v16"]
     source = BE.render(k, wide)
-    reducing, stores = source.split("for (; jc + ")
+    reducing, stores, lines = source.split("for (; jc + ")
     assert "__builtin_prefetch" not in reducing
     assert stores.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jc + ") == cpu.CpuRenderer.chunk // 16
     assert "__builtin_prefetch(in1" not in stores
+    assert "__builtin_prefetch" not in lines  # the whole lines after the chunks: a row's last few
     # without streaming (a small call's threshold never met is decided at run time; a schedule that
     # never streams) the reducing pass keeps the requests
     plain = BE.render(k, replace(wide, stream=0))
@@ -397,8 +401,8 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     # a stash's last reducing pass (softmax's exps) keeps them even where the stores stream
     scratch = next(s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch)
     exps = BE.render(kernel_of(SOFTMAX), scratch).split("const float r1 =")[1]
-    reducing, stores = exps.split("for (; jc + ")
-    assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in stores
+    reducing, *stores = exps.split("for (; jc + ")
+    assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in "".join(stores)
 
 
 def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():

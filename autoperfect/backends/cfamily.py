@@ -114,8 +114,10 @@ PARALLEL_MIN = 1 << 15
 # A scratch stash's row buffer on each thread's stack (floats): rows up to this long keep the stashed
 # value there; longer rows keep it in their output row and store plainly (CRenderer.render_row).
 SCRATCH_ROW = 8192
-
-
+# Floats in a 64-byte cache line: a streaming store loop streams the whole lines left after its
+# chunks one line at a time (CRenderer.store_loop), so of a row only the head up to its first line
+# and what follows its last whole line are stored plainly.
+LINE = 16
 
 
 def shifted_from(split: int) -> int:
@@ -684,9 +686,14 @@ class CRenderer(CFamily):
                    lines_for: dict[int, list[str]] | None = None, ahead: Sequence[int] = ()) -> list[str]:
         """The loop that stores per-element outputs. Streaming: chunks that start on a 64-byte
         cache line are computed into buffers and written with non-temporal stores (no read of the
-        destination line, no eviction of what the next rows need); the head up to the first line
-        and the tail are plain stores, and so is everything when the call writes less than `stream`
-        bytes (it stays cached for its reader). Whole lines only: a line written partly by plain
+        destination line, no eviction of what the next rows need), then the whole lines left one
+        at a time (LINE); the head up to the first line and the tail after the last whole line are
+        plain stores, and so is everything when the call writes less than `stream` bytes (it stays
+        cached for its reader). Without the lines, a row of 1024 floats starting 8 bytes into a line
+        (MLX's buffers start 8 bytes past a 16-byte boundary) stored its last 50 elements plainly:
+        RMSNorm 4096x1024 on buffers 8 or 40 bytes past a 2 MB boundary took 0.967-0.986 ms
+        without the lines and 0.905-0.949 with them, LayerNorm 1.110-1.184 and 1.097-1.147, the
+        same bits (docs/experiments/2026-12-05e-cpu/lines.py, two runs). Whole lines only: a line written partly by plain
         and partly by streaming stores costs a read-modify-write (MLX's buffers start 8 bytes past a
         16-byte boundary: rows streamed from 32-byte boundaries ran at half the plain speed). Each
         streamed chunk first asks for the same columns of the next row of the inputs in `ahead`
@@ -707,17 +714,28 @@ class CRenderer(CFamily):
                  f"{indent}  if (jc > {hi}) jc = {hi};",
                  f"{indent}}}"]
         lines += self.loop(indent, body, lo, "jc", lines_for=lines_for)
-        lines.append(f"{indent}for (; jc + {c} <= {hi}; jc += {c}) {{")
-        lines += self.next_row(indent + "  ", ahead, "jc", c) if ahead else []
-        lines += [f"{indent}  float t{a}[{c}] __attribute__((aligned(64)));" for a in outs]
+        lines += self.streamed_chunks(indent, body, outs, c, hi, lines_for, ahead)
+        lines += self.streamed_chunks(indent, body, outs, LINE, hi, lines_for)
+        lines += self.loop(indent, body, "jc", hi, lines_for=lines_for)
+        return lines
+
+    def streamed_chunks(self, indent: str, body: list[int], outs: list[int], width: int, hi: str,
+                        lines_for: dict[int, list[str]] | None, ahead: Sequence[int] = ()) -> list[str]:
+        """store_loop's loop over chunks of `width` elements from jc (on a line) while they fit before
+        `hi`: each computed into a buffer per output and streamed, the next row's lines asked for
+        first where `ahead` names inputs."""
+        k = self.k
+        lines = [f"{indent}for (; jc + {width} <= {hi}; jc += {width}) {{"]
+        lines += self.next_row(indent + "  ", ahead, "jc", width) if ahead else []
+        lines += [f"{indent}  float t{a}[{width}] __attribute__((aligned(64)));" for a in outs]
         buffered = dict(lines_for or {})
         for b in body:
             if k.body[b].op is Op.STORE and k.body[b].space == "elem":
                 buffered[b] = [f"t{k.body[b].attr('arg')}[j - jc] = {self.name(k.body[b].srcs[0])};"]
-        lines += self.loop(indent + "  ", body, "jc", f"jc + {c}", lines_for=buffered)
+        lines += self.loop(indent + "  ", body, "jc", f"jc + {width}", lines_for=buffered)
         for a in outs:
             dest = f"out{a} + r * N + jc"
-            stream = f"for (int q = 0; q < {c}; q += AP_NT_WIDTH) AP_NT_STORE({dest} + q, t{a} + q);"
+            stream = f"for (int q = 0; q < {width}; q += AP_NT_WIDTH) AP_NT_STORE({dest} + q, t{a} + q);"
             if a == outs[0]:  # jc starts its chunks on a line: no test, so the buffer stays in registers
                 lines.append(f"{indent}  {stream}")
                 continue
@@ -727,7 +745,6 @@ class CRenderer(CFamily):
                       f"{indent}    __builtin_memcpy({dest}, t{a}, sizeof t{a});",
                       f"{indent}  }}"]
         lines.append(f"{indent}}}")
-        lines += self.loop(indent, body, "jc", hi, lines_for=lines_for)
         return lines
 
     def parallel(self, loop: list[str]) -> list[str]:
