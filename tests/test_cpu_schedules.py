@@ -390,7 +390,7 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     (wide,) = [s for s in cpu.schedules_for(k) if s.name == "rows_v16"]
     source = BE.render(k, wide)
     reducing, stores, lines = source.split("for (; jc + ")
-    assert "__builtin_prefetch" not in reducing
+    assert "__builtin_prefetch(in" not in reducing  # (the next row's first output line: next_head)
     assert stores.count("__builtin_prefetch(in0 + b0 + ap_ahead * strides[0] + jc + ") == cpu.CpuRenderer.chunk // 16
     assert "__builtin_prefetch(in1" not in stores
     assert "__builtin_prefetch" not in lines  # the whole lines after the chunks: a row's last few
@@ -405,6 +405,24 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in "".join(stores)
 
 
+def test_a_streaming_row_asks_for_the_next_rows_first_line_where_that_row_starts_inside_it():
+    """The line holding a row's tail and the next row's head is stored plainly: each streamed output
+    asks for it a row ahead, tested at run time so that a line the next row streams whole is left
+    alone; a row kernel that never streams and an elementwise kernel ask for nothing."""
+    ask = "if (ap_stream && ((uintptr_t)(out{a} + (r + 1) * N) & 63)) __builtin_prefetch(out{a} + (r + 1) * N, 1, 3);"
+    k = kernel_of(spec_of("rms", "def rms(x, w):\n    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True)) * w\n",
+                          x={"shape": [4, 64], "dtype": "float32"}, w={"shape": [64], "dtype": "float32"}))
+    (wide,) = [s for s in cpu.schedules_for(k) if s.name == "rows_v16"]
+    source = BE.render(k, wide)
+    assert source.count("__builtin_prefetch(out") == 1 and ask.format(a=2) in source.split("float r")[0]
+    assert "__builtin_prefetch(out" not in BE.render(k, replace(wide, stream=0))
+    scratch = next(s for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.scratch)
+    assert ask.format(a=1) in BE.render(kernel_of(SOFTMAX), scratch)
+    chain = kernel_of(spec_of("c", "def c(a, b):\n    return a * b + a\n",
+                              a={"shape": [4096], "dtype": "float32"}, b={"shape": [4096], "dtype": "float32"}))
+    assert all("__builtin_prefetch(out" not in BE.render(chain, s) for s in cpu.schedules_for(chain))
+
+
 def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():
     """A row longer than PREFETCH_ROW would be evicted before its turn (and read twice): every
     request sits in a block taken only for rows up to that length."""
@@ -414,7 +432,10 @@ def test_only_rows_that_stay_cached_until_their_turn_are_prefetched():
     for source in sources:
         blocks = re.findall(r"if \(N <= (\d+)\) \{\n((?:\s*__builtin_prefetch\([^\n]*\n)+)\s*\}", source)
         assert blocks and all(int(limit) == cfamily.PREFETCH_ROW for limit, _ in blocks)
-        assert sum(b.count("__builtin_prefetch(") for _, b in blocks) == source.count("__builtin_prefetch(")
+        # every input request; the output's (next_head) is one line a row, not a row's worth
+        assert sum(b.count("__builtin_prefetch(in") for _, b in blocks) == source.count("__builtin_prefetch(in")
+        assert source.count("__builtin_prefetch(") == source.count("__builtin_prefetch(in") + \
+            source.count("__builtin_prefetch(out")
 
 
 def test_rows_are_fetched_a_fixed_number_of_bytes_ahead():
