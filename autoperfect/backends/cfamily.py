@@ -693,9 +693,9 @@ class CRenderer(CFamily):
         (MLX's buffers start 8 bytes past a 16-byte boundary) stored its last 50 elements plainly:
         RMSNorm 4096x1024 on buffers 8 or 40 bytes past a 2 MB boundary took 0.967-0.986 ms
         without the lines and 0.905-0.949 with them, LayerNorm 1.110-1.184 and 1.097-1.147, the
-        same bits (docs/experiments/2026-12-05e-cpu/lines.py, two runs). Whole lines only: a line written partly by plain
-        and partly by streaming stores costs a read-modify-write (MLX's buffers start 8 bytes past a
-        16-byte boundary: rows streamed from 32-byte boundaries ran at half the plain speed). Each
+        same bits (`TWINS=lines docs/experiments/2026-12-05e-cpu/twins.py`, two runs). Whole lines
+        only: a line written partly by plain and partly by streaming stores costs a
+        read-modify-write (rows streamed from 32-byte boundaries ran at half the plain speed). Each
         streamed chunk first asks for the same columns of the next row of the inputs in `ahead`
         (one request per 64-byte line), so memory reads go on while the stores drain. The first
         output's chunks start on a line by construction and are streamed without a test; another
@@ -729,7 +729,7 @@ class CRenderer(CFamily):
         in 5 of 7 (0.6% and 7.9% slower in the others); asked for the row's own line at its start,
         no change; asked for a line the next row streams whole (rows on lines), RMSNorm 6-10%
         slower, the line then evicted again by the streaming stores
-        (docs/experiments/2026-12-05e-cpu/next_head.py)."""
+        (`TWINS=next_head docs/experiments/2026-12-05e-cpu/twins.py`)."""
         if not self.streams():
             return []
         outs = [i.attr("arg") for i in (self.k.body[b] for b in body) if i.op is Op.STORE and i.space == "elem"]
