@@ -416,20 +416,27 @@ def paged_ones(n: int, pages: str = "default") -> np.ndarray:
 def huge_share(a: np.ndarray, smaps: str = "/proc/self/smaps") -> float | None:
     """The share of `a`'s bytes on transparent huge pages (its mapping's AnonHugePages in `smaps`),
     or None where that can't be read."""
+    return huge_shares([a], smaps)[0]
+
+
+def huge_shares(arrays, smaps: str = "/proc/self/smaps") -> list[float | None]:
+    """huge_share of each of `arrays`, from one read of `smaps`."""
     try:
         with open(smaps) as f:
             lines = f.read().splitlines()
     except OSError:
-        return None
-    inside = False
+        return [None] * len(arrays)
+    shares: list[float | None] = [None] * len(arrays)
+    inside: list[int] = []
     for line in lines:
         head = line.split(maxsplit=1)[0] if line.strip() else ""
         if "-" in head and not head.endswith(":"):
             low, high = (int(x, 16) for x in head.split("-"))
-            inside = low <= a.ctypes.data < high
+            inside = [i for i, a in enumerate(arrays) if low <= a.ctypes.data < high]
         elif inside and head == "AnonHugePages:":
-            return min(1.0, int(line.split()[1]) * 1024 / a.nbytes)
-    return None
+            for i in inside:
+                shares[i] = min(1.0, int(line.split()[1]) * 1024 / arrays[i].nbytes)
+    return shares
 
 
 def measure_stream(kernels: Kernels, n: int, repeats: int, pages: str = "default") -> dict:
@@ -437,7 +444,7 @@ def measure_stream(kernels: Kernels, n: int, repeats: int, pages: str = "default
     with streaming stores, and the read-only kernel's over one of those arrays, the five alternating;
     `huge_pages`: the share of the arrays' bytes on huge pages."""
     arrays = tuple(paged_ones(n, pages) for _ in range(3))  # filled: pages already faulted
-    shares = [huge_share(a) for a in arrays]
+    shares = huge_shares(arrays)
     calls = {name: _stream_call(kernels, name, *arrays[:per // 4]) for name, per in BYTES_PER_ELEMENT.items()}
     samples = bench.time_interleaved(calls, warmup=1, repeats=repeats, seed=n)
     return {"elements": n, "pages": pages,

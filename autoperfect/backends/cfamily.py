@@ -705,8 +705,8 @@ class CRenderer(CFamily):
         faster, RMSNorm 1.01x (docs/experiments/2026-12-04e-cpu)."""
         if not self.streams():
             return self.loop(indent, body, lo, hi, lines_for=lines_for)
-        k, c = self.k, self.chunk
-        outs = [i.attr("arg") for i in (k.body[b] for b in body) if i.op is Op.STORE and i.space == "elem"]
+        c = self.chunk
+        outs = self.elem_outputs(body)
         first = f"out{outs[0]} + r * N"
         lines = [f"{indent}int64_t jc = {hi};",
                  f"{indent}if (ap_stream) {{",
@@ -732,9 +732,12 @@ class CRenderer(CFamily):
         (`TWINS=next_head docs/experiments/2026-12-05e-cpu/twins.py`)."""
         if not self.streams():
             return []
-        outs = [i.attr("arg") for i in (self.k.body[b] for b in body) if i.op is Op.STORE and i.space == "elem"]
         return [f"    if (ap_stream && ((uintptr_t)(out{a} + (r + 1) * N) & 63)) "
-                f"__builtin_prefetch(out{a} + (r + 1) * N, 1, 3);" for a in outs]
+                f"__builtin_prefetch(out{a} + (r + 1) * N, 1, 3);" for a in self.elem_outputs(body)]
+
+    def elem_outputs(self, body: list[int]) -> list[int]:
+        """The output arguments that `body` stores element by element, in its order."""
+        return [i.attr("arg") for i in (self.k.body[b] for b in body) if i.op is Op.STORE and i.space == "elem"]
 
     def streamed_chunks(self, indent: str, body: list[int], outs: list[int], width: int, hi: str,
                         lines_for: dict[int, list[str]] | None, ahead: Sequence[int] = ()) -> list[str]:
