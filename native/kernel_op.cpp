@@ -9,6 +9,8 @@
 // by MLX's allocator and the call is queued on the CPU stream's command encoder, as MLX's own CPU
 // ops do, so the op is lazy, composes with other ops and runs inside mx.compile'd code.
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
@@ -80,6 +82,41 @@ void offer_huge_pages(void* data, size_t nbytes) {
 #endif
 }
 
+// Outputs start on a cache line. MLX's CPU allocator returns blocks 8 bytes past a 16-byte
+// boundary, so an output row would start at one of four places within a line, and a streaming row
+// kernel stores the lines its rows share plainly: RMSNorm 4096x1024 ran 8-15% slower on MLX's
+// placements than on lines (docs/experiments/2026-12-05e-cpu, 2026-12-05f-cpu). The block is taken
+// from MLX's allocator one line longer and the output starts at the first line inside it, an offset
+// into its block as a slice's is; MLX frees the block as it frees any. AUTOPERFECT_ALIGN_OUTPUTS=0
+// (read at load) keeps MLX's placement; `set_aligned_outputs` changes it for the calls after.
+constexpr size_t kLineBytes = 64;
+
+std::atomic<bool>& aligned_outputs() {
+  static std::atomic<bool> wanted{[] {
+    const char* setting = std::getenv("AUTOPERFECT_ALIGN_OUTPUTS");
+    return setting == nullptr || std::string(setting) != "0";
+  }()};
+  return wanted;
+}
+
+bool set_aligned_outputs(bool wanted) {
+  return aligned_outputs().exchange(wanted);
+}
+
+void allocate_output(array& out) {
+  if (!aligned_outputs().load(std::memory_order_relaxed)) {
+    out.set_data(allocator::malloc(out.nbytes()));
+    return;
+  }
+  auto data = allocator::malloc(out.nbytes() + kLineBytes);
+  const auto start = reinterpret_cast<std::uintptr_t>(data.buffer().raw_ptr());
+  const auto offset = static_cast<int64_t>((kLineBytes - start % kLineBytes) % kLineBytes);
+  const auto& shape = out.shape();
+  const bool col_contiguous = out.size() <= 1 ||
+      out.size() == static_cast<size_t>(*std::max_element(shape.begin(), shape.end()));
+  out.set_data(std::move(data), out.size(), out.strides(), {true, true, col_contiguous}, offset);
+}
+
 class KernelOp : public FixedLaunch {
  public:
   KernelOp(
@@ -104,7 +141,7 @@ class KernelOp : public FixedLaunch {
       bufs.push_back(const_cast<char*>(in.data<char>()));
     }
     for (auto& out : outputs) {
-      out.set_data(allocator::malloc(out.nbytes()));
+      allocate_output(out);
       offer_huge_pages(out.data<void>(), out.nbytes());
       encoder.set_output_array(out);
       bufs.push_back(out.data<char>());
@@ -175,4 +212,10 @@ NB_MODULE(_kernel_op, m) {
       "out_dtypes"_a,
       "name"_a,
       "The kernel at `fn_address` (KernelIR ABI) at one launch, made once: call it with its inputs.");
+  m.def(
+      "set_aligned_outputs",
+      &autoperfect::set_aligned_outputs,
+      "wanted"_a,
+      "Start the outputs of the calls evaluated after this on a 64-byte line (True, the default "
+      "unless AUTOPERFECT_ALIGN_OUTPUTS=0) or where MLX's allocator puts them; returns the old setting.");
 }

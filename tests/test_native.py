@@ -163,6 +163,64 @@ def test_many_outputs_come_from_one_call(ext, probe):
         assert np.array_equal(np.array(out), np.arange(5) + k + 1)
 
 
+@pytest.mark.parametrize("n", [1, 7, 4099, 1 << 20])
+def test_outputs_start_on_a_cache_line_and_behave_as_any_array(ext, probe, n):
+    """MLX's CPU allocator returns blocks 8 bytes past a 16-byte boundary; a kernel's outputs start
+    on a 64-byte line of a block one line longer, and behave as any array: read, sliced, and
+    donated to the op that consumes them (their only reference gone), the values unchanged."""
+    x = mx.arange(n, dtype=mx.float32)
+    outs = probe_call(probe, x, "probe_add3", outputs=3)
+    mx.eval(outs)
+    for k, y in enumerate(outs):
+        assert np.asarray(memoryview(y)).ctypes.data % 64 == 0, f"output {k} of {n}"
+        assert np.array_equal(np.array(y), np.arange(n) + k + 1)
+        assert np.array_equal(np.array(y[1::2]), np.arange(n)[1::2] + k + 1)
+    donated = mx.exp(probe_call(probe, x)[0] * 0) + x  # the kernel's output is consumed and dropped
+    assert np.array_equal(np.array(donated), np.arange(n) + 1)
+
+
+PLACEMENT_PROBE = """
+import ctypes, sys
+import mlx.core as mx, numpy as np
+from autoperfect.backends import cpu
+sys.path.insert(0, sys.argv[1])
+from test_native import PROBE, probe_call
+
+lib = ctypes.CDLL(cpu.build(PROBE).library)
+for n in (1, 7, 4099, 1 << 20):
+    outs = probe_call(lib, mx.arange(n, dtype=mx.float32), "probe_add3", outputs=3)
+    mx.eval(outs)
+    print(*(np.asarray(memoryview(y)).ctypes.data % 64 for y in outs))
+"""
+
+
+def test_aligned_outputs_can_be_turned_off(ext, probe):
+    """set_aligned_outputs(False) keeps MLX's own placement (8 bytes past a 16-byte boundary, so
+    never on a line) for the calls evaluated after it, and True restores the line; so does
+    AUTOPERFECT_ALIGN_OUTPUTS=0 as the default (read when the extension loads: in a child)."""
+    x = mx.arange(4099, dtype=mx.float32)
+    assert ext.set_aligned_outputs(False) is True
+    try:
+        (mlx_placed,) = probe_call(probe, x)
+        mx.eval(mlx_placed)
+    finally:
+        assert ext.set_aligned_outputs(True) is False
+    (lined,) = probe_call(probe, x)
+    mx.eval(lined)
+    assert np.asarray(memoryview(mlx_placed)).ctypes.data % 16 == 8
+    assert np.asarray(memoryview(lined)).ctypes.data % 64 == 0
+    assert np.array_equal(np.array(mlx_placed), np.array(lined))
+
+    env = {**os.environ, "AUTOPERFECT_ALIGN_OUTPUTS": "0",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    tests = str(Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-c", PLACEMENT_PROBE, tests], env=env, capture_output=True,
+                         text=True, cwd=tests)
+    assert out.returncode == 0, out.stderr[-2000:]
+    offsets = [int(v) for v in out.stdout.split()]
+    assert len(offsets) == 12 and all(v % 16 == 8 for v in offsets), offsets
+
+
 def test_runs_inside_mx_compile_and_merges_only_equal_calls(ext, probe):
     f = mx.compile(lambda x: probe_call(probe, x * 2)[0] - 1)
     for start in (0.0, 10.0):
