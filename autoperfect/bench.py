@@ -209,6 +209,31 @@ def machine() -> dict:
     }
 
 
+def cpu_times(stat: str = "/proc/stat") -> list[int] | None:
+    """The machine's CPU time so far by kind, in ticks: Linux's `cpu` line of /proc/stat (user,
+    nice, system, idle, iowait, irq, softirq, steal, ...); None where there is none."""
+    try:
+        with open(stat) as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    return [int(v) for v in fields[1:9]]
+
+
+def stolen_share(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Of the CPU time between two cpu_times() readings, the share in which the hypervisor ran
+    other guests on this VM's vCPUs (steal): time a measurement's threads wanted and did not get.
+    A busy host also takes memory bandwidth, which no counter here shows; so a low share does not
+    clear a figure, a high one explains it. None without both readings or with no time between."""
+    if before is None or after is None:
+        return None
+    spent = [b - a for a, b in zip(before, after)]
+    total = sum(spent)
+    return spent[7] / total if total > 0 else None
+
+
 def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     """The memory Linux says is free for new work (MemAvailable), in bytes; None where it says nothing."""
     try:

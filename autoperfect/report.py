@@ -51,6 +51,8 @@ class Timing:
     # the roofline's stream bandwidth measured in the same process after its rounds (the warm
     # allocator's child, whose rounds both single calls and the steady state are; older files: none)
     process_stream_gbps: float | None = None
+    # of the machine's CPU time over the rounds, the share the host gave other guests (older files: none)
+    host_steal: float | None = None
 
     @property
     def gbps(self) -> float:
@@ -147,7 +149,8 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       bytes_read=int(measured["bytes_read"]) if _is_number(measured.get("bytes_read")) else None,
                       rounds_shares_ci95=_shares_ci95(section.get("stream_in_rounds")),
                       process_stream_gbps=_stream_gbps(measured.get("roofline_in_process"), "bandwidth_gbps")
-                      if condition in ("warm", "steady") else None)
+                      if condition in ("warm", "steady") else None,
+                      host_steal=_share(section.get("host_steal")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
 
@@ -161,6 +164,11 @@ def _stream_gbps(record: object, key: str = "mixed_gbps") -> float | None:
         return None
     gbps = record.get(key, record.get("gbps"))
     return float(gbps) if _is_number(gbps) and gbps > 0 else None
+
+
+def _share(value: object) -> float | None:
+    """A recorded share (0 to 1), or None where it is missing or not one."""
+    return float(value) if _is_number(value) and 0 <= value <= 1 else None
 
 
 def _shares_ci95(record: object) -> dict[str, tuple[float, float]] | None:
@@ -451,6 +459,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + _short_of(short_then["warm"])
               + (f"; steady state: {_short_of(short_then['steady'])}" if steady_timed else ""),
               *_streams_then_line(streams_then, ceiling["bandwidth_gbps"]),
+              *_steal_line([(row.op, t.host_steal) for row, t in timed], _share(ceiling.get("host_steal"))),
               "  - against the ceiling for its own mix of reads and writes in those rounds (an op that only reads "
               "held to the read kernel), single calls: " + _short_of(short_mix["warm"])
               + (f"; steady state: {_short_of(short_mix['steady'])}" if steady_timed else ""),
@@ -488,6 +497,20 @@ def _streams_then_line(gbps: list[float], roofline_gbps: float) -> list[str]:
         return []
     return [f"  - the stream kernels themselves in those rounds, single calls: {_gbps_span(gbps, roofline_gbps)} "
             f"of the roofline's {roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
+
+
+def _steal_line(stolen: list[tuple[str, float | None]], roofline_steal: float | None) -> list[str]:
+    """The share of the CPU time the host gave other guests (steal) while each op's single calls
+    were timed, and while the roofline's streams ran: where it is high, the VM's neighbours took
+    that op's moment (none where nothing recorded it)."""
+    found = [f"{op} {100 * share:.1f}%" for op, share in stolen if share is not None]
+    if not found and roofline_steal is None:
+        return []
+    line = "  - CPU time the host gave other guests (steal) while each op's single calls were timed: "
+    line += ", ".join(found) if found else NONE
+    if roofline_steal is not None:
+        line += f"; while the roofline's streams ran: {100 * roofline_steal:.1f}%"
+    return [line]
 
 
 def _gbps_span(gbps: list[float], of_gbps: float | None = None) -> str:

@@ -587,8 +587,12 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     caches = cache_bytes()
     sizes = plan.sizes or stream_sizes(caches, bench.available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
+    before = bench.cpu_times()
+    streams = measure_streams(kernels, sizes, plan.stream_repeats)
+    stolen = bench.stolen_share(before, bench.cpu_times())
     return {
-        **measure_streams(kernels, sizes, plan.stream_repeats),
+        **streams,
+        "host_steal": stolen,  # of the CPU time while the streams ran, the host's (bench.stolen_share)
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),
         "sizes": list(sizes),

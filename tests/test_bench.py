@@ -127,6 +127,24 @@ def test_a_paired_interval_resamples_whole_rounds():
         bench.paired_intervals(ratio, {"kernel": [1.0, 1.0], "stream": [2.0]}, seed=0)
 
 
+def test_stolen_share_is_the_hosts_part_of_the_cpu_time_between_two_readings(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 50 0 25 400 5 0 2 18 0 0\n")
+    before = bench.cpu_times(str(stat))
+    assert before == [100, 0, 50, 800, 10, 0, 5, 35]
+    stat.write_text("cpu  160 0 70 900 10 0 5 95 0 0\n")   # 60 user, 20 system, 100 idle, 60 steal
+    after = bench.cpu_times(str(stat))
+    assert bench.stolen_share(before, after) == pytest.approx(60 / 240)
+    assert bench.stolen_share(after, after) is None          # no time between
+    assert bench.stolen_share(None, after) is None
+    assert bench.cpu_times(str(tmp_path / "missing")) is None
+    stat.write_text("intr 1 2 3\n")
+    assert bench.cpu_times(str(stat)) is None
+    if os.path.exists("/proc/stat"):
+        now = bench.cpu_times()
+        assert now is not None and len(now) == 8
+
+
 def test_machine_names_cpu_cores_and_versions():
     info = bench.machine()
     assert info["cores"] == os.cpu_count()

@@ -221,6 +221,27 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
 
 
+def test_the_goals_section_says_how_much_cpu_time_the_host_took(results):
+    """The steal share bench.json records for an op's single-call rounds, and roofline.json for its
+    streams, is printed beside the verdicts; none recorded (older files), or a value that is no
+    share, prints no line."""
+    def goals():
+        return _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+
+    assert "steal" not in goals()
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["host_steal"] = 0.124
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "  - CPU time the host gave other guests (steal) while each op's single calls were timed: chain " \
+           "12.4%\n" in goals()
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "host_steal": 0.005}))
+    assert "timed: chain 12.4%; while the roofline's streams ran: 0.5%" in goals()
+    data["host_steal"] = 7
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "timed: –; while the roofline's streams ran: 0.5%" in goals()
+
+
 def test_the_goals_section_holds_ops_to_the_roofline_measured_in_their_own_process(results):
     """Where bench.json has the roofline's stream kernels run again in the op's own process
     (`roofline_in_process`), the 80% bar gets a verdict against that too, in single calls and in the

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from autoperfect import roofline
+from autoperfect import bench, roofline
 from autoperfect.ops import ULP_BOUND
 
 
@@ -53,6 +53,9 @@ def test_quick_measure_returns_positive_ceilings(measured):
     assert set(measured["functions"]["rates"]) == {op.value for op in ULP_BOUND}
     assert all(r["per_second"] > 0 for r in measured["functions"]["rates"].values())
     assert measured["sizes"] == [16 << 20]
+    # the host's share of the CPU time while the streams ran, where Linux counts it
+    assert measured["host_steal"] is None or 0 <= measured["host_steal"] <= 1
+    assert (measured["host_steal"] is None) == (bench.cpu_times() is None)
     assert measured["threads"] >= 1
     assert measured["flags"] == roofline.FLAGS
     assert measured["compiler"] and measured["machine"]["cores"] == os.cpu_count()
