@@ -430,7 +430,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
                                                 (short_then, then, ci.get("gbps")),
                                                 (short_mix, mix_then, ci.get("mixed_gbps"))):
                     if share is None or share < GOAL_STREAM_SHARE:  # none recorded: no verdict of met
-                        missed[state].append(f"{row.op} ({_percent(share, interval)})")
+                        missed[state].append(f"{row.op} ({_percent(share, interval, GOAL_STREAM_SHARE)})")
             cells[state] = (_percent(stream), _percent(mix_then, ci.get("mixed_gbps")))
         for name in MUST_BEAT + ("torch_compile",):
             s = t.speedup.get(name)
@@ -524,11 +524,14 @@ def _gbps_span(gbps: list[float], of_gbps: float | None = None) -> str:
     return span
 
 
-def _percent(share: float | None, interval: tuple[float, float] | None = None) -> str:
-    """A share as a percentage, with its 95% interval where one was measured."""
+def _percent(share: float | None, interval: tuple[float, float] | None = None, below: float | None = None) -> str:
+    """A share as a percentage, with its 95% interval where one was measured; a share `below` a bar
+    that whole percents would round up to it gets a decimal (79.7%, not 80%, for a miss of 80%)."""
     if share is None:
         return NONE
-    return f"{100 * share:.0f}%" + ("" if interval is None else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]")
+    close = below is not None and share < below and round(100 * share) >= 100 * below
+    return f"{100 * share:.{1 if close else 0}f}%" + (
+        "" if interval is None else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]")
 
 
 def _short_of(missed: list[str], sep: str = ", ") -> str:

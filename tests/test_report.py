@@ -221,6 +221,14 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
 
 
+def test_a_miss_that_whole_percents_would_round_up_to_the_bar_gets_a_decimal():
+    assert report._percent(0.797, below=0.8) == "79.7%"
+    assert report._percent(0.797, (0.7, 0.9), below=0.8) == "79.7% [70, 90]"
+    assert report._percent(0.75, below=0.8) == "75%"
+    assert report._percent(0.797) == "80%"       # no bar: whole percents
+    assert report._percent(None, below=0.8) == "–"
+
+
 def test_the_goals_section_says_how_much_cpu_time_the_host_took(results):
     """The steal share bench.json records for an op's single-call rounds, and roofline.json for its
     streams, is printed beside the verdicts; none recorded (older files), or a value that is no
