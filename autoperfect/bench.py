@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterator, TextIO
+from typing import Callable, Iterator, TextIO, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from . import THREAD_BINDING
 
 BOOTSTRAP_RESAMPLES = 2000
 STDERR_TAIL_CHARS = 4000
+T = TypeVar("T")
 
 ALLOCATOR_CONDITIONS: dict[str, dict[str, str]] = {
     "warm": {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"},
@@ -232,6 +233,13 @@ def stolen_share(before: list[int] | None, after: list[int] | None) -> float | N
     spent = [b - a for a, b in zip(before, after)]
     total = sum(spent)
     return spent[7] / total if total > 0 else None
+
+
+def stolen_during(work: Callable[[], T]) -> tuple[T, float | None]:
+    """`work()`'s result and the host's share of the CPU time while it ran (stolen_share)."""
+    before = cpu_times()
+    result = work()
+    return result, stolen_share(before, cpu_times())
 
 
 def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:

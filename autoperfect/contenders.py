@@ -307,12 +307,10 @@ def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, rea
     pages they ran 14-25% faster: docs/experiments/2026-12-03b-cpu/mlx_pages.py): the ceiling in
     the state the neighbours leave and on the memory the kernel gets (not contenders: no speedup
     is taken over them). `host_steal`: the share of the machine's CPU time over the rounds that the
-    host gave other guests (bench.stolen_share)."""
+    host gave other guests (bench.stolen_during)."""
     streams = roofline.stream_calls(kernels, read + written, spans, mlx_ones)
-    before = bench.cpu_times()
-    samples = bench.time_interleaved({**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}},
-                                     warmup, repeats, seed, burst)
-    stolen = bench.stolen_share(before, bench.cpu_times())
+    timed = {**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}}
+    samples, stolen = bench.stolen_during(lambda: bench.time_interleaved(timed, warmup, repeats, seed, burst))
     paired = {n: samples.pop(f"stream_{n}") for n in streams}
     in_rounds = {n: {"median_s": float(np.median(paired[n])), "bytes": moved} for n, (_, moved) in streams.items()}
     kernel = samples.pop("kernel")

@@ -587,12 +587,10 @@ def measure(quick: bool = False, cache_dir: str | None = None) -> dict:
     caches = cache_bytes()
     sizes = plan.sizes or stream_sizes(caches, bench.available_bytes())
     kernels = load_kernels(cache_dir or DEFAULT_CACHE_DIR)
-    before = bench.cpu_times()
-    streams = measure_streams(kernels, sizes, plan.stream_repeats)
-    stolen = bench.stolen_share(before, bench.cpu_times())
+    streams, stolen = bench.stolen_during(lambda: measure_streams(kernels, sizes, plan.stream_repeats))
     return {
         **streams,
-        "host_steal": stolen,  # of the CPU time while the streams ran, the host's (bench.stolen_share)
+        "host_steal": stolen,  # of the CPU time while the streams ran, the host's (bench.stolen_during)
         **measure_fma(kernels, plan.fma_seconds, plan.fma_repeats),
         "functions": measure_functions(plan.function_elements, plan.function_repeats),
         "sizes": list(sizes),

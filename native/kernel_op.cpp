@@ -41,6 +41,12 @@ namespace autoperfect {
 
 using KernelFn = void (*)(void**, const int64_t*, const int64_t*);
 
+// A setting that is on unless its environment variable is "0".
+bool switched_on(const char* variable) {
+  const char* setting = std::getenv(variable);
+  return setting == nullptr || std::string(setting) != "0";
+}
+
 // Outputs of this many bytes or more are offered transparent huge pages, as numpy offers its own
 // arrays (it madvises every allocation of 4 MiB or more): a fresh large output otherwise faults
 // once per 4 KiB page as the kernel first writes it, which on the machines here costs more than
@@ -50,10 +56,7 @@ using KernelFn = void (*)(void**, const int64_t*, const int64_t*);
 constexpr size_t kHugePageHintBytes = size_t(4) << 20;
 
 bool huge_pages_wanted() {
-  static const bool wanted = [] {
-    const char* setting = std::getenv("AUTOPERFECT_HUGE_PAGES");
-    return setting == nullptr || std::string(setting) != "0";
-  }();
+  static const bool wanted = switched_on("AUTOPERFECT_HUGE_PAGES");
   return wanted;
 }
 
@@ -92,10 +95,7 @@ void offer_huge_pages(void* data, size_t nbytes) {
 constexpr size_t kLineBytes = 64;
 
 std::atomic<bool>& aligned_outputs() {
-  static std::atomic<bool> wanted{[] {
-    const char* setting = std::getenv("AUTOPERFECT_ALIGN_OUTPUTS");
-    return setting == nullptr || std::string(setting) != "0";
-  }()};
+  static std::atomic<bool> wanted{switched_on("AUTOPERFECT_ALIGN_OUTPUTS")};
   return wanted;
 }
 

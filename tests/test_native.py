@@ -179,14 +179,28 @@ def test_outputs_start_on_a_cache_line_and_behave_as_any_array(ext, probe, n):
     assert np.array_equal(np.array(donated), np.arange(n) + 1)
 
 
-PLACEMENT_PROBE = """
+CHILD_PRELUDE = """
 import ctypes, sys
 import mlx.core as mx, numpy as np
 from autoperfect.backends import cpu
 sys.path.insert(0, sys.argv[1])
 from test_native import PROBE, probe_call
-
 lib = ctypes.CDLL(cpu.build(PROBE).library)
+"""
+
+
+def run_in_child(script: str, env: dict[str, str]) -> str:
+    """`script` after CHILD_PRELUDE (the probe kernel's library as `lib`) in a fresh Python with
+    `env` and this checkout importable; its standard output. For settings the extension reads
+    once, when it loads."""
+    tests = Path(__file__).resolve().parent
+    out = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + script, str(tests)],
+                         env={**env, "PYTHONPATH": str(tests.parent)}, capture_output=True, text=True, cwd=tests)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+PLACEMENT_PROBE = """
 for n in (1, 7, 4099, 1 << 20):
     outs = probe_call(lib, mx.arange(n, dtype=mx.float32), "probe_add3", outputs=3)
     mx.eval(outs)
@@ -211,13 +225,8 @@ def test_aligned_outputs_can_be_turned_off(ext, probe):
     assert np.asarray(memoryview(lined)).ctypes.data % 64 == 0
     assert np.array_equal(np.array(mlx_placed), np.array(lined))
 
-    env = {**os.environ, "AUTOPERFECT_ALIGN_OUTPUTS": "0",
-           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    tests = str(Path(__file__).resolve().parent)
-    out = subprocess.run([sys.executable, "-c", PLACEMENT_PROBE, tests], env=env, capture_output=True,
-                         text=True, cwd=tests)
-    assert out.returncode == 0, out.stderr[-2000:]
-    offsets = [int(v) for v in out.stdout.split()]
+    child = run_in_child(PLACEMENT_PROBE, {**os.environ, "AUTOPERFECT_ALIGN_OUTPUTS": "0"})
+    offsets = [int(v) for v in child.split()]
     assert len(offsets) == 12 and all(v % 16 == 8 for v in offsets), offsets
 
 
@@ -347,12 +356,6 @@ print(libc.mallinfo2().fordblks >= 64 << 20)
 
 
 HUGE_PAGE_PROBE = """
-import ctypes, sys
-import mlx.core as mx, numpy as np
-from autoperfect.backends import cpu
-sys.path.insert(0, sys.argv[1])
-from test_native import PROBE, probe_call
-
 def vm_flags(address):
     flags, current = {}, None
     for line in open("/proc/self/smaps").read().splitlines():
@@ -364,7 +367,6 @@ def vm_flags(address):
     (found,) = [f for (lo, hi), f in flags.items() if lo <= address < hi]
     return found
 
-lib = ctypes.CDLL(cpu.build(PROBE).library)
 for n in (16 << 20, 1 << 16):   # a 64 MiB output (past glibc's largest mmap threshold: fresh pages), a 256 KiB one
     (y,) = probe_call(lib, mx.zeros((n,)))
     mx.eval(y)
@@ -386,9 +388,4 @@ def test_large_fresh_outputs_are_offered_huge_pages(ext, setting, large_hinted):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "AUTOPERFECT_HUGE_PAGES"}
     if setting is not None:
         env["AUTOPERFECT_HUGE_PAGES"] = setting
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    tests = str(Path(__file__).resolve().parent)
-    out = subprocess.run([sys.executable, "-c", HUGE_PAGE_PROBE, tests], env=env, capture_output=True,
-                         text=True, cwd=tests)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == [str(16 << 20), str(large_hinted), str(1 << 16), "False"]
+    assert run_in_child(HUGE_PAGE_PROBE, env).split() == [str(16 << 20), str(large_hinted), str(1 << 16), "False"]

@@ -33,16 +33,6 @@ assert ext is not None, native.describe()
 K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
 
 
-def cpu_times() -> list[int]:
-    return [int(v) for v in open("/proc/stat").readline().split()[1:]]
-
-
-def steal_share(before: list[int], after: list[int]) -> float:
-    """The share of the CPU time in between that the hypervisor gave other guests (steal)."""
-    d = [b - a for a, b in zip(before, after)]
-    return d[7] / max(1, sum(d))
-
-
 def placed(call, lined: bool):
     def run(s):
         ext.set_aligned_outputs(lined)
@@ -71,14 +61,14 @@ for op in sys.argv[1:]:
     ours = program(f, loaded)
     calls["kernel"] = placed(lambda s: C.evaluate(ours, s.arrays), True)
     calls["mlx_placed"] = placed(lambda s: C.evaluate(ours, s.arrays), False)
-    before = cpu_times()
+    before = bench.cpu_times()
     if STEADY:
         burst = count * -(-C.STEADY_MIN_CALLS // count)
         out = C.timed_with_streams(C.over(calls, sets), K, read, written, count, C.STEADY_REPEATS, seed,
                                    burst, count)
     else:
         out = C.timed_with_streams(C.over(calls, sets), K, read, written, 2, ROUNDS, seed)
-    steal = steal_share(before, cpu_times())
+    steal = bench.stolen_share(before, bench.cpu_times())
     med = {"lined": out["kernel"]["median_s"], "mlx_placed": out["baselines"]["mlx_placed"]["median_s"]}
     mix = out["stream_in_rounds"]["mixed_gbps"]
     for n, s in med.items():
