@@ -1,0 +1,80 @@
+"""An op's chosen kernel (results/{op}/cpu/bench.json, rendered by this checkout) against its
+hand-pipelined prototype (`rms_pipelined.c` for rmsnorm, `ln_pipelined.c` for layernorm; built with the backend's flags, -DPF_ROWS=0, 1 and 2: no
+prefetch, the rows 1 or 2 on), through ctypes on line-aligned buffers, warm (back to back over the
+same buffers) and cold (each call after sweep.py's read), beside the roofline's streaming copy,
+interleaved in rounds; the same bits checked. Run from a pipeline clone's root after `snakemake
+--cores 4 all`, PYTHONPATH at this checkout, under the warm condition:
+
+    python docs/experiments/2026-12-05g-cpu/pipelined_ab.py rmsnorm|layernorm
+"""
+import ctypes
+import json
+import os
+import sys
+
+import numpy as np
+import yaml
+
+from autoperfect import backends, bench, roofline
+from autoperfect import contenders as C
+from autoperfect.pipeline import front
+from autoperfect.spec import parse_op
+
+import sweep
+
+ROUNDS = int(os.environ.get("ROUNDS", "21"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+be = backends.get("cpu")
+K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
+op = sys.argv[1]
+PROTOTYPE = {"rmsnorm": ("rms_pipelined.c", "rms_pipelined"), "layernorm": ("ln_pipelined.c", "ln_pipelined")}[op]
+spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
+f = front(spec)
+k = [k for k in f.kernels if k][0]
+chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
+source = be.render(k, {s.name: s for s in be.schedules_for(k)}[chosen])
+R, N = k.launch.dims
+assert N % 64 == 0 and N < 4096 and k.launch.strides[0] == (N, 1)
+
+
+def placed(values: np.ndarray) -> np.ndarray:
+    buf = roofline.paged_ones(values.size + 1024, "base")[:values.size].reshape(values.shape)
+    buf[...] = values
+    return buf
+
+
+xs, _ = C.inputs_for(spec)
+ins = [placed(np.asarray(x, np.float32)) for x in xs]
+kernels = {"chosen": be.Kernel(k, be.build(source).library, "ctypes").fn}
+proto = open(os.path.join(HERE, PROTOTYPE[0])).read()
+for rows in (0, 1, 2):
+    built = be.build(f"#define PF_ROWS {rows}\n" + proto)
+    assert built.ok, built.log[-3000:]
+    fn = getattr(ctypes.CDLL(built.library), PROTOTYPE[1])
+    fn.argtypes, fn.restype = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)], None
+    kernels[f"pipelined pf{rows}"] = fn
+dims = (ctypes.c_int64 * 2)(R, N)
+flat = be.Kernel.flat_strides(k.launch)
+strides = (ctypes.c_int64 * len(flat))(*flat)
+calls, first = {}, None
+for name, fn in kernels.items():
+    out = placed(np.zeros((R, N), np.float32))
+    ptrs = (ctypes.c_void_p * (len(ins) + 1))(*[i.ctypes.data for i in ins], out.ctypes.data)
+    call = (lambda fn=fn, ptrs=ptrs: fn(ptrs, dims, strides))
+    call()
+    first = out.view(np.uint32).copy() if first is None else first
+    assert np.array_equal(out.view(np.uint32), first), f"{name}: other bits"
+    call.out = out
+    calls[name] = call
+a, b = placed(np.ones(R * N, np.float32)), placed(np.zeros(R * N, np.float32))
+calls["copy_nt"] = lambda: K.copy_nt(a.ctypes.data, b.ctypes.data, a.size)
+moved = sum(C.ideal_traffic(f))
+for kind in ("warm", "cold"):
+    if kind == "cold":
+        sweep.install(K)
+    samples = bench.time_interleaved({n: (lambda c=c: (c(), c())) if kind == "warm" else c for n, c in calls.items()},
+                                     2, ROUNDS, 1)
+    print(f"{kind}, {ROUNDS} rounds, line-aligned buffers, the same bits ({'two calls back to back, GB/s of both' if kind == 'warm' else 'one call after a sweep'})")
+    for n, s in samples.items():
+        t = float(np.median(s)) / (2 if kind == "warm" else 1)
+        print(f"  {n:16s} {t * 1e3:7.3f} ms {moved / t / 1e9:6.1f} GB/s", flush=True)
