@@ -16,48 +16,32 @@ import os
 import sys
 import time
 
-import numpy as np
-import yaml
-
-from autoperfect import backends, bench, interp, roofline
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op, seed_for
+from autoperfect.pipeline import program
 
-import sweep
+from common import K, be, bench_calls, bench_seed, chosen, install_sweep, sweep
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
-ops = yaml.safe_load(open("config.yaml"))["ops"]
 stream_gbps = json.load(open("results/roofline.json"))["bandwidth_gbps"]
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
-timed_burst = bench.time_burst
-sweep.read(K)
+sweep()
 t = time.perf_counter()
-sweep.read(K)
+sweep()
 print(f"sweep: read in {(time.perf_counter() - t) * 1e3:.1f} ms")
 for op in sys.argv[1:]:
-    spec = parse_op(op, ops[op])
-    f = front(spec)
-    read, written = C.ideal_traffic(f)
-    seed = seed_for(spec.name, "bench-order")
-    sets = C.input_sets(spec, f, 1, C.has_torch())
-    ref = interp.evaluate(f.traced, list(sets[0].xs), "float64")
-    torch_fns, _ = C.torch_calls(f, sets[0].tensors, ref, {})
-    calls = C.user_calls(spec, f, torch_fns, {}, ref, sets[0])
-    verified = json.load(open(f"results/{op}/cpu/validation.json"))["verified"]
-    chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"]
-    loaded = {k.name: be.Kernel(k, verified[k.name][chosen[k.name]["chosen"]])
-              for k in f.kernels if k is not None}
-    ours = program(f, loaded)
+    c = chosen(op)
+    assert len(c.f.kernels) == 1, "one kernel an op here"
+    read, written = C.ideal_traffic(c.f)
+    seed = bench_seed(c)
+    sets, calls = bench_calls(c)
+    ours = program(c.f, {c.k.name: be.Kernel(c.k, c.library)})
     calls["kernel"] = lambda s: C.evaluate(ours, s.arrays)
     calls = {n: c for n, c in calls.items() if n not in os.environ.get("DROP", "").split(",")}
     for clean in [c == "1" for c in os.environ.get("SWEEPS", "0,1,0,1").split(",")]:
-        if clean:
-            sweep.install(K)
+        undo = install_sweep() if clean else (lambda: None)
         before = bench.cpu_times()
         out = C.timed_with_streams(C.over(calls, sets), K, read, written, 2, ROUNDS, seed)
-        bench.time_burst = timed_burst
+        undo()
         steal = bench.stolen_share(before, bench.cpu_times())
         s = out["kernel"]["median_s"]
         gbps = (read + written) / s / 1e9

@@ -14,17 +14,16 @@ import numpy as np
 
 from autoperfect import bench, roofline
 
-import sweep
+from common import K, sweep
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 4 * 1024 * 1024
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
 bufs = {p: (roofline.paged_ones(n, p), roofline.paged_ones(n, p)) for p in ("base", "huge")}
 
 
 def cold(call):
     def run():
-        sweep.read(K)
+        sweep()
         return bench.time_burst(call, 1)
     return run
 

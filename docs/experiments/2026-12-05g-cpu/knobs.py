@@ -1,7 +1,7 @@
 """An op's chosen variant (results/{op}/cpu/bench.json) rendered by this checkout beside the same
 schedule with knobs turned (KNOBS: `;`-separated sets of `field=value`, e.g. "split=64;prefetch=16384"),
 through ctypes on line-aligned buffers at the launch's rows and at ROWS_SMALL rows, beside the
-roofline's streaming copy, interleaved in rounds (with SWEEP=1 each call cold: sweep.py). Prints each one's largest difference from the
+roofline's streaming copy, interleaved in rounds (with SWEEP=1 each call cold: common.sweep). Prints each one's largest difference from the
 chosen's output (a turned knob may change bits: a split sums in another order).
 Run from a pipeline clone's root after `snakemake --cores 4 all`, PYTHONPATH at this checkout,
 under the warm condition:
@@ -9,31 +9,19 @@ under the warm condition:
     KNOBS="split=64" python docs/experiments/2026-12-05g-cpu/knobs.py OP...
 """
 import dataclasses
-import json
 import os
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, roofline
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front
-from autoperfect.spec import parse_op
 
-import sweep
+from common import K, be, chosen, install_sweep, placed
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 ROWS_SMALL = int(os.environ.get("ROWS_SMALL", "0"))
 KNOBS = [k for k in os.environ.get("KNOBS", "split=64").split(";") if k]
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
-
-
-def placed(values: np.ndarray) -> np.ndarray:
-    buf = roofline.paged_ones(values.size + 1024, "base")[:values.size].reshape(values.shape)
-    buf[...] = values
-    return buf
 
 
 def turned(schedule, knob: str):
@@ -43,12 +31,9 @@ def turned(schedule, knob: str):
 
 calls, bytes_of = {}, {}
 for op in sys.argv[1:]:
-    spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-    f = front(spec)
-    k = [k for k in f.kernels if k][0]
-    chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
-    schedule = {s.name: s for s in be.schedules_for(k)}[chosen]
-    xs, _ = C.inputs_for(spec)
+    c = chosen(op)
+    f, k, schedule = c.f, c.k, c.schedule
+    xs, _ = C.inputs_for(c.spec)
     R = k.launch.dims[0]
     for rows in [R] + ([ROWS_SMALL] if ROWS_SMALL else []):
         launch = dataclasses.replace(k.launch, dims=(rows,) + k.launch.dims[1:],
@@ -74,7 +59,7 @@ for op in sys.argv[1:]:
         calls[f"copy_nt {op} {rows}"] = lambda a=a, b=b: K.copy_nt(a.ctypes.data, b.ctypes.data, a.size)
         bytes_of[f"copy_nt {op} {rows}"] = 8 * a.size
 if os.environ.get("SWEEP") == "1":
-    sweep.install(K)
+    install_sweep()
 samples = bench.time_interleaved(calls, 2, ROUNDS, 1)
 print(f"{ROUNDS} rounds, line-aligned buffers; GB/s of the op's ideal traffic at the median")
 for key, s in samples.items():

@@ -9,24 +9,22 @@ under the warm condition:
 
     python docs/experiments/2026-12-05g-cpu/late_worker.py layernorm rmsnorm ...
 """
-import json
 import os
 import sys
 import time
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op
+from autoperfect.pipeline import program
+
+from common import be, chosen
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 CLAUSES = os.environ.get("CLAUSES", "static;dynamic, 16;dynamic, 64;guided, 16").split(";")
 BEFORE = {"back to back": None, "idle 2 ms": ("idle", 0.002), "idle 20 ms": ("idle", 0.02),
           "busy 20 ms": ("busy", 0.02)}
-be = backends.get("cpu")
 
 
 def before(what):
@@ -42,11 +40,8 @@ def before(what):
 
 
 for op in sys.argv[1:]:
-    spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-    f = front(spec)
-    k = [k for k in f.kernels if k][0]
-    chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
-    source = be.render(k, {s.name: s for s in be.schedules_for(k)}[chosen])
+    c = chosen(op)
+    spec, f, k, source = c.spec, c.f, c.k, c.source
     assert "#pragma omp for schedule(static)" in source
     arrays = C.input_sets(spec, f, 1, False)[0].arrays
     calls, first = {}, None
@@ -65,8 +60,8 @@ for op in sys.argv[1:]:
             calls[clause]()
             before(BEFORE[b])
             samples[(clause, b)].append(bench.time_burst(calls[clause], 1))
-    moved = sum(C.ideal_traffic(f))
-    print(f"{op} ({chosen}), {ROUNDS} rounds: median ms (GB/s) by what came before the call")
+    moved = c.moved
+    print(f"{op} ({c.name}), {ROUNDS} rounds: median ms (GB/s) by what came before the call")
     print(f"  {'schedule':14s} " + " ".join(f"{b:>18s}" for b in BEFORE))
     for clause in calls:
         cells = [float(np.median(samples[(clause, b)])) for b in BEFORE]

@@ -14,36 +14,18 @@ under the warm condition:
     python docs/experiments/2026-12-05g-cpu/ln_cost.py
 """
 import dataclasses
-import json
 import os
 import re
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, roofline
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front
-from autoperfect.spec import parse_op
+
+from common import K, be, chosen, placed
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 ROWS_SMALL = int(os.environ.get("ROWS_SMALL", "128"))
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
-
-
-def placed(values: np.ndarray) -> np.ndarray:
-    buf = roofline.paged_ones(values.size + 1024, "base")[:values.size].reshape(values.shape)
-    buf[...] = values
-    return buf
-
-
-def chosen_source(op: str):
-    spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-    f = front(spec)
-    k = [k for k in f.kernels if k][0]
-    chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
-    return spec, k, chosen, be.render(k, {s.name: s for s in be.schedules_for(k)}[chosen])
 
 
 def twin(source: str, name: str) -> str:
@@ -70,7 +52,8 @@ def twin(source: str, name: str) -> str:
 rows_of = {}
 calls = {}
 for op in ("layernorm", "rmsnorm"):
-    spec, k, chosen, source = chosen_source(op)
+    c = chosen(op)
+    spec, k, source = c.spec, c.k, c.source
     names = ["now"] + ([t for t in os.environ.get("TWINS", "no_wb,no_test,plain,no_stats").split(",") if t]
                        if op == "layernorm" else [])
     xs, _ = C.inputs_for(spec)

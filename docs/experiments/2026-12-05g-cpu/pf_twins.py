@@ -11,27 +11,22 @@ checkout, under the warm condition:
 
     python docs/experiments/2026-12-05g-cpu/pf_twins.py layernorm rmsnorm ...
 """
-import json
 import os
 import re
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, roofline
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op
+from autoperfect.pipeline import program
 
-import sweep
+from common import K, be, chosen, install_sweep, placed
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 SHIFT = int(os.environ.get("SHIFT", "0"))
 SWEEP = os.environ.get("SWEEP") == "1"
 NATIVE = os.environ.get("NATIVE") == "1"
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
 STORE_ASK = re.compile(r"\n( *)if \(N <= 8192\) \{\n((?:\1  __builtin_prefetch\(in\d+ \+ b\d+ \+ ap_ahead \* strides\[\d+\] \+ jc \+ \d+\);\n)+)\1\}")
 STATS_STEP = re.compile(r"\n( *)for \(; jm \+ 32 <= je; jm \+= 32\) \{")
 
@@ -54,26 +49,17 @@ def twins(source: str) -> dict[str, str]:
     return {"now": source, "stats": in_stats, "half": half, "l2": l2}
 
 
-def placed(values: np.ndarray) -> np.ndarray:
-    buf = roofline.paged_ones(values.size + 1024, "base")[SHIFT // 4:SHIFT // 4 + values.size].reshape(values.shape)
-    buf[...] = values
-    return buf
-
-
 calls, moved = {}, {}
 for op in sys.argv[1:]:
-    spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-    f = front(spec)
-    k = [k for k in f.kernels if k][0]
-    chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
-    source = be.render(k, {s.name: s for s in be.schedules_for(k)}[chosen])
+    c = chosen(op)
+    spec, f, k, source = c.spec, c.f, c.k, c.source
     xs, _ = C.inputs_for(spec)
-    ins = [placed(np.asarray(x, np.float32)) for x in xs]
+    ins = [placed(np.asarray(x, np.float32), SHIFT) for x in xs]
     first = None
     for name, text in twins(source).items():
         built = be.build(text)
         assert built.ok, (name, built.log[-3000:])
-        outs = [placed(np.zeros(s, np.float32)) for s in k.launch.out_shapes]
+        outs = [placed(np.zeros(s, np.float32), SHIFT) for s in k.launch.out_shapes]
         call = be.Kernel(k, built.library, "ctypes").numpy_call(ins + outs, k.launch)
         call()
         got = np.concatenate([o.ravel() for o in outs]).view(np.uint32)
@@ -87,11 +73,11 @@ for op in sys.argv[1:]:
             calls[f"{op} {name} native"] = lambda ours=ours, s=sets[0]: C.evaluate(ours, s.arrays)
             moved[f"{op} {name} native"] = sum(C.ideal_traffic(f))
         moved[f"{op} {name}"] = sum(C.ideal_traffic(f))
-    a, b = placed(np.ones(ins[0].size, np.float32)), placed(np.zeros(ins[0].size, np.float32))
+    a, b = placed(np.ones(ins[0].size, np.float32), SHIFT), placed(np.zeros(ins[0].size, np.float32), SHIFT)
     calls[f"copy_nt {op}"] = lambda a=a, b=b: K.copy_nt(a.ctypes.data, b.ctypes.data, a.size)
     moved[f"copy_nt {op}"] = 8 * a.size
 if SWEEP:
-    sweep.install(K)
+    install_sweep()
 samples = bench.time_interleaved(calls, 2, ROUNDS, 1)
 print(f"{ROUNDS} rounds, buffers {SHIFT} bytes past 2 MB{', each call after a sweep' if SWEEP else ''}; "
       "the same bits from each op's twins")

@@ -1,46 +1,31 @@
 """An op's chosen kernel (results/{op}/cpu/bench.json, rendered by this checkout) against its
 hand-pipelined prototype (`rms_pipelined.c` for rmsnorm, `ln_pipelined.c` for layernorm; built with the backend's flags, -DPF_ROWS=0, 1 and 2: no
 prefetch, the rows 1 or 2 on), through ctypes on line-aligned buffers, warm (back to back over the
-same buffers) and cold (each call after sweep.py's read), beside the roofline's streaming copy,
+same buffers) and cold (each call after common.sweep), beside the roofline's streaming copy,
 interleaved in rounds; the same bits checked. Run from a pipeline clone's root after `snakemake
 --cores 4 all`, PYTHONPATH at this checkout, under the warm condition:
 
     python docs/experiments/2026-12-05g-cpu/pipelined_ab.py rmsnorm|layernorm
 """
 import ctypes
-import json
 import os
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, roofline
+from autoperfect import bench
 from autoperfect import contenders as C
-from autoperfect.pipeline import front
-from autoperfect.spec import parse_op
 
-import sweep
+from common import K, be, chosen, install_sweep, placed
 
 ROUNDS = int(os.environ.get("ROUNDS", "21"))
 HERE = os.path.dirname(os.path.abspath(__file__))
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
 op = sys.argv[1]
 PROTOTYPE = {"rmsnorm": ("rms_pipelined.c", "rms_pipelined"), "layernorm": ("ln_pipelined.c", "ln_pipelined")}[op]
-spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-f = front(spec)
-k = [k for k in f.kernels if k][0]
-chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
-source = be.render(k, {s.name: s for s in be.schedules_for(k)}[chosen])
+c = chosen(op)
+spec, f, k, source = c.spec, c.f, c.k, c.source
 R, N = k.launch.dims
 assert N % 64 == 0 and N < 4096 and k.launch.strides[0] == (N, 1)
-
-
-def placed(values: np.ndarray) -> np.ndarray:
-    buf = roofline.paged_ones(values.size + 1024, "base")[:values.size].reshape(values.shape)
-    buf[...] = values
-    return buf
 
 
 xs, _ = C.inputs_for(spec)
@@ -71,7 +56,7 @@ calls["copy_nt"] = lambda: K.copy_nt(a.ctypes.data, b.ctypes.data, a.size)
 moved = sum(C.ideal_traffic(f))
 for kind in ("warm", "cold"):
     if kind == "cold":
-        sweep.install(K)
+        install_sweep()
     samples = bench.time_interleaved({n: (lambda c=c: (c(), c())) if kind == "warm" else c for n, c in calls.items()},
                                      2, ROUNDS, 1)
     print(f"{kind}, {ROUNDS} rounds, line-aligned buffers, the same bits ({'two calls back to back, GB/s of both' if kind == 'warm' else 'one call after a sweep'})")

@@ -14,45 +14,36 @@ import os
 import sys
 
 import numpy as np
-import yaml
 
-from autoperfect import backends, bench, interp, roofline
 from autoperfect import contenders as C
-from autoperfect.pipeline import front, program
-from autoperfect.spec import parse_op, seed_for
+from autoperfect.pipeline import program
+
+from common import K, be, bench_calls, bench_seed, chosen
 
 ROUNDS = int(os.environ.get("ROUNDS", "31"))
 PF_ROWS = int(os.environ.get("PF_ROWS", "2"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOTYPE = {"rmsnorm": ("rms_pipelined.c", "rms_pipelined"), "layernorm": ("ln_pipelined.c", "ln_pipelined")}
 stream_gbps = json.load(open("results/roofline.json"))["bandwidth_gbps"]
-be = backends.get("cpu")
-K = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
 op = sys.argv[1]
-spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
-f = front(spec)
-k = [k for k in f.kernels if k is not None][0]
+c = chosen(op)
+f, k = c.f, c.k
 assert len(f.kernels) == 1 and k.launch.dims[1] % 64 == 0 and k.launch.dims[1] < 4096
 read, written = C.ideal_traffic(f)
-seed = seed_for(spec.name, "bench-order")
-sets = C.input_sets(spec, f, 1, C.has_torch())
-ref = interp.evaluate(f.traced, list(sets[0].xs), "float64")
-torch_fns, _ = C.torch_calls(f, sets[0].tensors, ref, {})
-calls = C.user_calls(spec, f, torch_fns, {}, ref, sets[0])
-verified = json.load(open(f"results/{op}/cpu/validation.json"))["verified"]
-chosen = json.load(open(f"results/{op}/cpu/bench.json"))["variants"][k.name]["chosen"]
+seed = bench_seed(c)
+sets, calls = bench_calls(c)
 file, name = PROTOTYPE[op]
 built = be.build(f"#define PF_ROWS {PF_ROWS}\n#define {name} {k.name}\n" + open(os.path.join(HERE, file)).read())
 assert built.ok, built.log[-3000:]
 ours = {"kernel": program(f, {k.name: be.Kernel(k, built.library)}),
-        "chosen": program(f, {k.name: be.Kernel(k, verified[k.name][chosen])})}
+        "chosen": program(f, {k.name: be.Kernel(k, c.library)})}
 got = {n: np.asarray(C.evaluate(p, sets[0].arrays)[0]).view(np.uint32) for n, p in ours.items()}
 assert np.array_equal(got["kernel"], got["chosen"]), "the prototype gave other bits"
 for n, p in ours.items():
     calls[n] = lambda s, p=p: C.evaluate(p, s.arrays)
 out = C.timed_with_streams(C.over(calls, sets), K, read, written, 2, ROUNDS, seed)
 mix = out["stream_in_rounds"]["mixed_gbps"]
-for n, s in (("pipelined", out["kernel"]["median_s"]), (f"chosen {chosen}", out["baselines"]["chosen"]["median_s"])):
+for n, s in (("pipelined", out["kernel"]["median_s"]), (f"chosen {c.name}", out["baselines"]["chosen"]["median_s"])):
     gbps = (read + written) / s / 1e9
     print(f"{op:10s} {n:26s} {s * 1e3:7.3f} ms {gbps:5.1f} GB/s {gbps / stream_gbps:5.0%} of {stream_gbps:.1f}, "
           f"{gbps / mix:5.0%} of its mix in rounds ({mix:.1f})")
