@@ -331,7 +331,9 @@ def race(s: Site) -> str:
         tail = re.sub(rf"for \(int64_t {shared} = ", f"for ({shared} = ", re.sub(r"\bj\b", shared, tail))
     else:
         raise Skip("a rank-1 row kernel has one row: its parallel loop has nothing to race over")
-    if f"int64_t {shared}" in tail:
+    # a piped row kernel's blocks for the row it kept declare their own `r` (CRenderer.as_last_row):
+    # renamed along, they still shadow the shared one
+    if re.search(rf"int64_t {shared}\b(?! = ap_last;)", tail):
         raise Skip("the renderer's parallel loop is not spelled as expected")
     indent = head[head.rfind("\n") + 1:]
     return f"{head}volatile int64_t {shared};\n{indent}{tail}"

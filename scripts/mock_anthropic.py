@@ -70,9 +70,10 @@ def syntax_error(source: str) -> str:
 
 
 def semantic_change(source: str) -> str:
-    """The source with one added to its first stored output: it compiles, and the judge says where
-    it is wrong."""
-    return STORE.sub(r"\1(\2) + 1.0f;", source, count=1)
+    """The source with one added to every value it stores plainly: it compiles, and the judge says
+    where it is wrong. Every store, not the first: a piped row kernel's first stores are on a path
+    that small rows never take (CRenderer.pipes)."""
+    return STORE.sub(r"\1(\2) + 1.0f;", source)
 
 
 def answer(source: str, change: str, language: str = "c") -> str:
@@ -84,7 +85,7 @@ def champion_cycle() -> Callable[[dict], Step]:
     """Per kernel, in turn: the champion with a syntax error, with a changed result, unchanged."""
     count: dict[str, int] = {}
     lock = threading.Lock()
-    turns = ((syntax_error, "dropped the closing brace"), (semantic_change, "added one to the first output"),
+    turns = ((syntax_error, "dropped the closing brace"), (semantic_change, "added one to every stored value"),
              (lambda s: s, "nothing: the champion as it is"))
 
     def respond(body: dict) -> Step:

@@ -222,6 +222,7 @@ class Schedule:
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
     vectors: bool = False     # with split: its whole groups as AVX-512 vectors, our functions inlined (CRenderer.vector_groups)
+    piped: bool = False       # streaming row kernels: a row's output streamed out during the next row's first pass (CRenderer.piped)
 
 
 class CFamily:
@@ -385,14 +386,14 @@ class CRenderer(CFamily):
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
              reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None,
              prefetch: bool = False, extra: Sequence[tuple[str, str]] = (),
-             vector_for: dict[int, list[str]] | None = None) -> list[str]:
+             vector_for: dict[int, list[str]] | None = None, head: Sequence[str] = ()) -> list[str]:
         """A SIMD loop over j; `lines_for` replaces an instruction's rendering (a stash), and
         `vector_for` the same in a split loop's vector groups (`vector_groups`: none where one is
         missing); `prefetch` asks a split loop to fetch the next row's inputs while it computes on
         this one's; `extra` are further float sums (accumulator, value) beside the reductions (a
-        shifted spread)."""
+        shifted spread); `head`, statements a split loop runs at each group's start (`piped`)."""
         if reductions and self.s.split:
-            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch, extra, vector_for)
+            return self.split_loop(indent, body, lo, hi, reductions, lines_for, prefetch, extra, vector_for, head)
         return self.simd_loop(indent, body, lo, hi, reductions, lines_for, extra)
 
     def simd_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int] = (),
@@ -418,7 +419,7 @@ class CRenderer(CFamily):
     def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
                    lines_for: dict[int, list[str]] | None, prefetch: bool = False,
                    extra: Sequence[tuple[str, str]] = (),
-                   vector_for: dict[int, list[str]] | None = None) -> list[str]:
+                   vector_for: dict[int, list[str]] | None = None, head: Sequence[str] = ()) -> list[str]:
         """A reducing loop with `split` partial results per reduction: whole groups of `split`
         elements go lane by lane into arrays the SIMD loop keeps in several vector registers, so the
         adds (or maxes) of one group wait on none of the others'; the partial results are folded
@@ -438,6 +439,7 @@ class CRenderer(CFamily):
         for acc, _ in extra:
             lines.append(f"{inner}float {acc}p[{w}]; for (int l = 0; l < {w}; l++) {acc}p[l] = 0.0f;")
         fetch = self.next_row(inner + "  ", self.contiguous_inputs(body), "jm", w) if prefetch and self.k.rank > 1 else []
+        fetch += [f"{inner}  {line}" for line in head]
         groups = [f"{inner}for (; jm + {w} <= {hi}; jm += {w}) {{", *fetch,
                   f"{inner}  {self.simd}",
                   f"{inner}  for (int64_t l = 0; l < {w}; l++) {{",
@@ -564,14 +566,14 @@ class CRenderer(CFamily):
             lines = ["#if defined(__AVX512F__)", *folds, "#else", *lines, "#endif"]
         return lines + [f"{indent}{merge('0', False)}"]
 
-    def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
+    def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int, when: str = "") -> list[str]:
         """Requests for columns j..j+count of the row `ap_ahead` rows on (`ahead_rows`) of each of
         `inputs`, one per 64-byte line, where a row is at most PREFETCH_ROW long: a longer one would
         be evicted before its turn, and fetching it twice halved a long-row reduction's speed (4 rows
         of 2^24: 16 against 32 GB/s for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
         rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + ap_ahead * {self.stride(a, self.k.rank - 2)} + {j} + {q});"
                 for a in inputs for q in range(0, count, 16)]
-        return [f"{indent}if (N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
+        return [f"{indent}if ({when}N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
 
     def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
         """`ap_ahead`, how many rows on `next_row` asks for: Schedule.prefetch bytes of `inputs` (those
@@ -631,7 +633,7 @@ class CRenderer(CFamily):
 
     def reduce_loop(self, indent: str, rp, lines_for: dict[int, list[str]] | None,
                     prefetch: bool = False, extra: Sequence[tuple[str, str]] = (),
-                    vector_for: dict[int, list[str]] | None = None) -> list[str]:
+                    vector_for: dict[int, list[str]] | None = None, head: Sequence[str] = ()) -> list[str]:
         """One reducing pass over a row. With `compensate`, a row of at least that many terms is
         summed in blocks of `COMPENSATED_BLOCK` (each a plain SIMD sum) whose totals are added with
         Neumaier's compensation: the error stays that of one block's sum however long the row, for
@@ -640,7 +642,7 @@ class CRenderer(CFamily):
         sums = [r for r in rp.reduces if self.k.body[r].op is Op.SUM]
         if not (self.s.compensate and sums):
             return self.loop(indent, list(rp.elem), reductions=list(rp.reduces), lines_for=lines_for,
-                             prefetch=prefetch, extra=extra, vector_for=vector_for)
+                             prefetch=prefetch, extra=extra, vector_for=vector_for, head=head)
         # accumulator -> (compensation, running total, new total)
         names = {f"a{r}": (f"k{r}", f"t{r}", f"s{r}") for r in sums}
         names |= {acc: (f"{acc}k", f"{acc}t", f"{acc}s") for acc, _ in extra}
@@ -652,7 +654,7 @@ class CRenderer(CFamily):
         lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
         lines += [f"{inner}  {a} = 0.0f;" for a in names]
         lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
-                           lines_for=lines_for, prefetch=prefetch, extra=extra, vector_for=vector_for)
+                           lines_for=lines_for, prefetch=prefetch, extra=extra, vector_for=vector_for, head=head)
         for a, (k, t, s) in names.items():
             lines += [f"{inner}  const float {s} = {t} + {a};",
                       f"{inner}  {k} += fabsf({t}) >= fabsf({a}) ? ({t} - {s}) + {a} : ({a} - {s}) + {t};",
@@ -767,16 +769,17 @@ class CRenderer(CFamily):
         lines.append(f"{indent}}}")
         return lines
 
-    def parallel(self, loop: list[str]) -> list[str]:
+    def parallel(self, loop: list[str], before: Sequence[str] = (), after: Sequence[str] = ()) -> list[str]:
         """`loop` (a for statement) over the threads. Streaming stores are weakly ordered, so each
-        thread fences once after its share, before the team's barrier publishes the outputs."""
+        thread fences once after its share, before the team's barrier publishes the outputs.
+        `before` and `after` run in each thread around its share of a streaming loop (`piped`)."""
         guard = f" if(R * N >= {PARALLEL_MIN})"
         if not self.streams():
             return ([f"  {self.parallel_for}{guard}"] if self.s.threads else []) + loop
         if not self.s.threads:
-            return loop + ["  if (ap_stream) _mm_sfence();"]
-        return [f"  #pragma omp parallel{guard}", "  {", "  #pragma omp for schedule(static)", *loop,
-                "  if (ap_stream) _mm_sfence();", "  }"]
+            return [*before, *loop, *after, "  if (ap_stream) _mm_sfence();"]
+        return [f"  #pragma omp parallel{guard}", "  {", *before, "  #pragma omp for schedule(static)", *loop,
+                *after, "  if (ap_stream) _mm_sfence();", "  }"]
 
     def stream_flag(self) -> list[str]:
         if not self.streams():
@@ -798,7 +801,7 @@ class CRenderer(CFamily):
         lines.append("  }")
         return self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + self.parallel(lines)
 
-    def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool) -> list[str]:
+    def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool, head: Sequence[str] = ()) -> list[str]:
         """The mean's pass of a shifted spread (shifted_from): beside the row's reductions, the sums
         of d = value - K and of d^2, K the mean of the row's first SHIFT_SAMPLE values. Any K keeps
         the identity exact; one near the mean keeps the cancellation small (with the first value
@@ -830,9 +833,9 @@ class CRenderer(CFamily):
         centred, centred_vector = given(f"ap_dd = {v} * {v}")
         shift, vector = given(f"ap_d = {v} - ap_k", "ap_dd = ap_d * ap_d")
         lines.append(f"{indent}if ({CENTRED_TEST}) {{")
-        lines += self.reduce_loop(indent + "  ", rp, centred, prefetch, (("ap_s2", "ap_dd"),), centred_vector)
+        lines += self.reduce_loop(indent + "  ", rp, centred, prefetch, (("ap_s2", "ap_dd"),), centred_vector, head)
         lines += [f"{indent}  ap_s1 = a{sh.total};", f"{indent}}} else {{"]
-        lines += self.reduce_loop(indent + "  ", rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector)
+        lines += self.reduce_loop(indent + "  ", rp, shift, prefetch, (("ap_s1", "ap_d"), ("ap_s2", "ap_dd")), vector, head)
         return lines + [f"{indent}}}"]
 
     def shifted_spread(self, indent: str, sh: Shifted, again: list[str]) -> list[str]:
@@ -872,9 +875,12 @@ class CRenderer(CFamily):
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         value = self.vector_assign(st.value) if st and self.s.vectors else None  # the same in a vector group
         keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
+        piped = self.pipes(st, p, stores)
+        outs = self.elem_outputs(list(p.final_elem))
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         lines += self.next_head(list(st.final_elem) if st else list(p.final_elem))
+        lines += ["    int64_t ap_done = 0;"] if piped else []
         if st and self.s.scratch:
             lines += [f"    float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));",
                       f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
@@ -888,13 +894,15 @@ class CRenderer(CFamily):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
             prefetch = self.s.prefetch > 0 and last and not ahead
+            head = self.piped_head(rp, list(p.final_elem)) if piped and n == 0 else ()
             if sh and n == sh.first:  # the pass folded into this one may be the last
-                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch > 0 and n + 2 == len(p.passes) and not ahead)
+                lines += self.shifted_sums("    ", sh, rp, self.s.prefetch > 0 and n + 2 == len(p.passes) and not ahead,
+                                           head)
             elif sh and n == sh.first + 1:
                 lines += self.shifted_spread("    ", sh, self.reduce_loop("      ", rp, None, prefetch))
             else:
                 lines += self.reduce_loop("    ", rp, keep if last else None, prefetch,
-                                          vector_for=keep_vector if last else None)
+                                          vector_for=keep_vector if last else None, head=head)
             for r in rp.reduces:
                 value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
@@ -902,13 +910,84 @@ class CRenderer(CFamily):
         if st:
             read = f"const float {self.name(st.value)} = {kept};"
             lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
+        elif piped:
+            lines += self.piped_rest(list(p.final_elem), ahead)
         elif p.final_elem:
             lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
-        return self.stream_flag() + prelude + self.parallel(lines)
+        if not piped:
+            return self.stream_flag() + prelude + self.parallel(lines)
+        aligned = " && ".join(f"((uintptr_t)out{a} & 63) == 0" for a in outs)
+        flag = [f"  const int ap_piped = ap_stream && N % {LINE} == 0 && {aligned};"]
+        carried = self.carried(list(p.final_elem))
+        before = ["  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
+                  *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
+                  *(f"  {ctype} ap_c{name} = 0;" for name, ctype in carried)]
+        after = ["  if (ap_last >= 0) {",
+                 *self.as_last_row("    ", list(p.final_elem), self.store_loop("      ", list(p.final_elem))),
+                 "  }"]
+        return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
+    def pipes(self, st, p, stores: bool) -> bool:
+        """Whether this row kernel is `piped`: a row's final pass waits for the next row, and runs
+        inside that row's first reducing pass, one split loop group of columns at a time (computed
+        and streamed out at the group's start), so the reads of one row and the stores of the one
+        before reach memory together, as in a streaming copy, instead of a read phase and a store
+        phase a row. At run time only where every row of every output starts on a line (`ap_piped`:
+        streaming, rows of a multiple of LINE elements, outputs on a line, as the native op places
+        them); elsewhere the row loop is the unpiped one. The same values are stored, from the same
+        expressions: the same bits. Hand-made prototypes ran RMSNorm and LayerNorm 4096x1024 16-23%
+        faster back to back and 3-16% read from memory, RMSNorm as fast as a streaming copy
+        (docs/experiments/2026-12-05g-cpu)."""
+        return (self.s.piped and stores and st is None and bool(p.passes)
+                and self.s.split > 0 and self.s.split % LINE == 0)
+
+    def carried(self, body: list[int]) -> list[tuple[str, str]]:
+        """The per-row values (and reciprocals) a final pass `body` reads: (name, C type) each, what a
+        piped kernel keeps of a row for its final pass in the next row."""
+        used = sorted({s for i in body for s in self.k.body[i].srcs if self.k.body[s].space == "row"})
+        out = []
+        for i in used:
+            out.append((self.name(i), VALUE[self.k.body[i].dtype]))
+            if i in self.inverted:
+                out.append((f"q{i}", "float"))
+        return out
+
+    def as_last_row(self, indent: str, body: list[int], lines: list[str]) -> list[str]:
+        """`lines` (a final pass over `body`) in a block where the row, its inputs' bases and its
+        per-row values are those of the row kept (`ap_last`), shadowing the current row's."""
+        carried = self.carried(body)
+        return [f"{indent}{{",
+                f"{indent}  const int64_t r = ap_last;",
+                *(f"{indent}  const int64_t b{a} = ap_pb{a};" for a in range(len(self.k.inputs))),
+                *(f"{indent}  const {ctype} {name} = ap_c{name};" for name, ctype in carried),
+                *lines, f"{indent}}}"]
+
+    def piped_head(self, rp, body: list[int]) -> list[str]:
+        """What a piped kernel's first reducing pass does at each group's start: ask for the rows
+        ahead (the final pass no longer streams in its own loop, so its requests moved here), and
+        run the kept row's final pass over the group's columns, streamed out."""
+        w = self.s.split
+        fetch = self.next_row("", self.contiguous_inputs(list(rp.elem)), "jm", w, "ap_piped && ")
+        outs = self.elem_outputs(body)
+        chunk = ["    int64_t jc = jm;", *self.streamed_chunks("    ", body, outs, w, f"jm + {w}", None)]
+        return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, chunk), f"  ap_done = jm + {w};", "}"]
+
+    def piped_rest(self, body: list[int], ahead: Sequence[int]) -> list[str]:
+        """After a piped kernel's reducing passes: the kept row's final pass over the columns its
+        groups left, then this row kept in its place; where the row is not piped, its final pass."""
+        keep = [f"      ap_pb{a} = b{a};" for a in range(len(self.k.inputs))]
+        keep += [f"      ap_c{name} = {name};" for name, _ in self.carried(body)]
+        return ["    if (ap_piped) {",
+                "      if (ap_last >= 0) {",
+                *self.as_last_row("        ", body, self.store_loop("          ", body, "ap_done", "N")),
+                "      }",
+                "      ap_last = r;", *keep,
+                "    } else {",
+                *self.store_loop("      ", body, ahead=ahead),
+                "    }"]
 
 @dataclass(frozen=True)
 class GpuSchedule:

@@ -2,12 +2,15 @@
 hand-pipelined prototype (`rms_pipelined.c` for rmsnorm, `ln_pipelined.c` for layernorm; built with the backend's flags, -DPF_ROWS=0, 1 and 2: no
 prefetch, the rows 1 or 2 on), through ctypes on line-aligned buffers, warm (back to back over the
 same buffers) and cold (each call after common.sweep), beside the roofline's streaming copy,
-interleaved in rounds; the same bits checked. Run from a pipeline clone's root after `snakemake
+interleaved in rounds, and the renderer's own `piped` twin of the chosen schedule (`piped`, and with
+its split loops' groups as AVX-512 vectors: `piped vectors`); the same
+bits checked. Run from a pipeline clone's root after `snakemake
 --cores 4 all`, PYTHONPATH at this checkout, under the warm condition:
 
     python docs/experiments/2026-12-05g-cpu/pipelined_ab.py rmsnorm|layernorm
 """
 import ctypes
+import dataclasses
 import os
 import sys
 
@@ -30,7 +33,10 @@ assert N % 64 == 0 and N < 4096 and k.launch.strides[0] == (N, 1)
 
 xs, _ = C.inputs_for(spec)
 ins = [placed(np.asarray(x, np.float32)) for x in xs]
-kernels = {"chosen": be.Kernel(k, be.build(source).library, "ctypes").fn}
+kernels = {"chosen": be.Kernel(k, be.build(source).library, "ctypes").fn,
+           "piped": be.Kernel(k, be.build(be.render(k, dataclasses.replace(c.schedule, piped=True))).library, "ctypes").fn,
+           "piped vectors": be.Kernel(k, be.build(be.render(k, dataclasses.replace(c.schedule, piped=True, vectors=True))).library,
+                                      "ctypes").fn}
 proto = open(os.path.join(HERE, PROTOTYPE[0])).read()
 for rows in (0, 1, 2):
     built = be.build(f"#define PF_ROWS {rows}\n" + proto)
