@@ -84,8 +84,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     (`avx512`), the scratch stash of ours also has a twin whose split loops' groups are AVX-512
     vectors with our exp inlined (`apmath_scratch_avx512`, CRenderer.vector_groups): the same bits,
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory
-    (docs/experiments/2026-12-04g-cpu). The prefetching streaming row variants without contraction
-    have `_piped` twins (`piped`): each row's final pass in the next row's first pass."""
+    (docs/experiments/2026-12-04g-cpu). The prefetching streaming row variants have `_piped` twins
+    (`piped`): each row's final pass in the next row's first pass."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
@@ -115,7 +115,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
         rows_plan = plan(kernel)
         if rows_plan.passes and rows_plan.final_elem:
-            found += tuple(piped(s) for s in found if s.stream and s.split and s.prefetch and not s.contract)
+            found += tuple(piped(s) for s in found if s.stream and s.split and s.prefetch)
     return found
 
 
@@ -124,8 +124,9 @@ def piped(s: Schedule) -> Schedule:
     loops' groups as AVX-512 vectors where the compiler targets AVX-512 (the same bits): with the
     final pass's streaming stores in its groups, GCC kept the partial sums of the `omp simd` form on
     the stack, and RMSNorm 4096x1024 ran 0.759 against 0.783 ms, LayerNorm 0.853 against 0.873
-    (cold 1.001 against 1.104), the unpiped kernels 0.837 and 0.925 (1.097 cold)
-    (docs/experiments/2026-12-05g-cpu/knobs.py)."""
+    (cold 1.001 against 1.104), the unpiped kernels 0.837 and 0.925 (1.097 cold); the `_fma` twins'
+    piped twins: RMSNorm 0.687 against 0.752 (cold 1.000 against 1.112), add+RMSNorm 0.983 against
+    1.009 (cold 1.483 against 1.551) (docs/experiments/2026-12-05g-cpu/knobs.py)."""
     return replace(s, name=f"{s.name}_piped", piped=True, vectors=s.vectors or avx512())
 
 
