@@ -222,7 +222,7 @@ class Schedule:
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
     vectors: bool = False     # with split: its whole groups as AVX-512 vectors, our functions inlined (CRenderer.vector_groups)
-    piped: bool = False       # streaming row kernels: a row's output streamed out during the next row's first pass (CRenderer.piped)
+    piped: bool = False       # streaming row kernels: a row's final pass run in the next row's first pass (CRenderer.pipes)
 
 
 class CFamily:
@@ -875,8 +875,7 @@ class CRenderer(CFamily):
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
         value = self.vector_assign(st.value) if st and self.s.vectors else None  # the same in a vector group
         keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
-        piped = self.pipes(st, p, stores)
-        outs = self.elem_outputs(list(p.final_elem))
+        piped = self.pipes()
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         lines += self.next_head(list(st.final_elem) if st else list(p.final_elem))
@@ -917,20 +916,22 @@ class CRenderer(CFamily):
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
-        if not piped:
-            return self.stream_flag() + prelude + self.parallel(lines)
-        aligned = " && ".join(f"((uintptr_t)out{a} & 63) == 0" for a in outs)
-        flag = [f"  const int ap_piped = ap_stream && N % {LINE} == 0 && {aligned};"]
-        carried = self.carried(list(p.final_elem))
-        before = ["  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
-                  *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
-                  *(f"  {ctype} ap_c{name} = 0;" for name, ctype in carried)]
-        after = ["  if (ap_last >= 0) {",
-                 *self.as_last_row("    ", list(p.final_elem), self.piped_chunks("      ", list(p.final_elem), "0")),
-                 "  }"]
+        flag, before, after = self.piped_frame(list(p.final_elem)) if piped else ([], [], [])
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
-    def pipes(self, st, p, stores: bool) -> bool:
+    def piped_frame(self, body: list[int]) -> tuple[list[str], list[str], list[str]]:
+        """A piped kernel's run-time test (`ap_piped`), and what each thread declares before its rows
+        (the kept row, its inputs' bases and per-row values) and runs after them (the last kept
+        row's final pass)."""
+        aligned = " && ".join(f"((uintptr_t)out{a} & 63) == 0" for a in self.elem_outputs(body))
+        flag = [f"  const int ap_piped = ap_stream && N % {LINE} == 0 && {aligned};"]
+        before = ["  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
+                  *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
+                  *(f"  {ctype} ap_c{name} = 0;" for name, ctype in self.carried(body))]
+        after = ["  if (ap_last >= 0) {", *self.as_last_row("    ", body, self.piped_chunks("      ", body, "0")), "  }"]
+        return flag, before, after
+
+    def pipes(self) -> bool:
         """Whether this row kernel is `piped`: a row's final pass waits for the next row, and runs
         inside that row's first reducing pass, one split loop group of columns at a time (computed
         and streamed out at the group's start), so the reads of one row and the stores of the one
@@ -941,8 +942,9 @@ class CRenderer(CFamily):
         expressions: the same bits. Hand-made prototypes ran RMSNorm and LayerNorm 4096x1024 16-23%
         faster back to back and 3-16% read from memory, RMSNorm as fast as a streaming copy
         (docs/experiments/2026-12-05g-cpu)."""
-        return (self.s.piped and stores and st is None and bool(p.passes)
-                and self.s.split > 0 and self.s.split % LINE == 0)
+        p = plan(self.k)
+        return (self.s.piped and not self.s.stash and bool(p.passes) and bool(p.final_elem) and self.streams()
+                and self.k.rank > 1 and self.s.split > 0 and self.s.split % LINE == 0)
 
     def carried(self, body: list[int]) -> list[tuple[str, str]]:
         """The per-row values (and reciprocals) a final pass `body` reads: (name, C type) each, what a
@@ -971,20 +973,20 @@ class CRenderer(CFamily):
         run the kept row's final pass over the group's columns, streamed out."""
         w = self.s.split
         fetch = self.next_row("", self.contiguous_inputs(list(rp.elem)), "jm", w, "ap_piped && ")
-        outs = self.elem_outputs(body)
-        chunk = ["    int64_t jc = jm;", *self.streamed_chunks("    ", body, outs, w, f"jm + {w}", None)]
-        return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, chunk), f"  ap_done = jm + {w};", "}"]
+        group = self.piped_chunks("    ", body, "jm", f"jm + {w}", (w,))
+        return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, group), f"  ap_done = jm + {w};", "}"]
 
-    def piped_chunks(self, indent: str, body: list[int], lo: str) -> list[str]:
-        """The kept row's final pass from column `lo` (on a line) to the row's end, streamed: chunks,
-        then lines. A piped row has no head before its first line and no tail after its last
-        (`ap_piped`), so none is rendered: the kernel's last element loop stays the unpiped final
-        pass's tail, where the judge's misplaced outputs exercise it (a tail loop here would never
-        run, and a bug planted in it could not be seen: `mutants.skipped_tail`)."""
+    def piped_chunks(self, indent: str, body: list[int], lo: str, hi: str = "N",
+                     widths: Sequence[int] = ()) -> list[str]:
+        """The kept row's final pass over columns lo..hi (both on a line), streamed in chunks of each
+        of `widths` in turn (the store loop's chunks, then lines). A piped row has no head before its
+        first line and no tail after its last (`ap_piped`), so none is rendered: the kernel's last
+        element loop stays the unpiped final pass's tail, where the judge's misplaced outputs
+        exercise it (a tail loop here would never run, and a bug planted in it could not be seen:
+        `mutants.skipped_tail`)."""
         outs = self.elem_outputs(body)
         return [f"{indent}int64_t jc = {lo};",
-                *self.streamed_chunks(indent, body, outs, self.chunk, "N", None),
-                *self.streamed_chunks(indent, body, outs, LINE, "N", None)]
+                *(line for w in (widths or (self.chunk, LINE)) for line in self.streamed_chunks(indent, body, outs, w, hi, None))]
 
     def piped_rest(self, body: list[int], ahead: Sequence[int]) -> list[str]:
         """After a piped kernel's reducing passes: the kept row's final pass over the columns its

@@ -113,9 +113,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found += (fma_twin(found[-1]),)
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
-        rows_plan = plan(kernel)
-        if rows_plan.passes and rows_plan.final_elem:
-            found += tuple(piped(s) for s in found if s.stream and s.split and s.prefetch)
+        found += tuple(t for t in (piped(s) for s in found if s.prefetch) if CpuRenderer(kernel, t).pipes())
     return found
 
 
