@@ -40,12 +40,45 @@ def placed(values: np.ndarray, shift: int = 0) -> np.ndarray:
     return buf
 
 
-def bench_calls(c: SimpleNamespace) -> tuple[list, dict]:
-    """The bench stage's single-call input set and every baseline's call on it (contenders.user_calls)."""
-    sets = C.input_sets(c.spec, c.f, 1, C.has_torch())
+def bench_calls(c: SimpleNamespace, count: int = 1) -> tuple[list, dict]:
+    """The bench stage's input sets (one for single calls; `count` for its steady bursts) and every
+    baseline's call on the first (contenders.user_calls)."""
+    sets = C.input_sets(c.spec, c.f, count, C.has_torch())
     ref = interp.evaluate(c.f.traced, list(sets[0].xs), "float64")
     torch_fns, _ = C.torch_calls(c.f, sets[0].tensors, ref, {})
     return sets, C.user_calls(c.spec, c.f, torch_fns, {}, ref, sets[0])
+
+
+def pair_in_rounds(c: SimpleNamespace, ours: dict, rounds: int, steady: bool = False) -> None:
+    """Two programs of the op (`ours`: {label: Program}, the first timed as the bench's "kernel")
+    in the bench stage's rounds beside every baseline and the stream kernels (contenders.timed_with_streams;
+    `steady`: its steady bursts over input sets beyond the caches), after checking they give the
+    same bits; prints each one's median, GB/s and shares, and the first's paired speedup over the
+    second with its bootstrap interval."""
+    read, written = C.ideal_traffic(c.f)
+    count = C.steady_set_count(read, roofline.cache_bytes()) if steady else 1
+    sets, calls = bench_calls(c, count)
+    (first, a), (second, b) = ours.items()
+    got = [np.asarray(C.evaluate(p, sets[0].arrays)[0]).view(np.uint32) for p in (a, b)]
+    assert np.array_equal(*got), f"{c.spec.name}: {first} and {second} gave other bits"
+    calls["kernel"] = lambda s: C.evaluate(a, s.arrays)
+    calls[second] = lambda s: C.evaluate(b, s.arrays)
+    seed = bench_seed(c)
+    if steady:
+        burst = count * -(-C.STEADY_MIN_CALLS // count)
+        out = C.timed_with_streams(C.over(calls, sets), K, read, written, count, C.STEADY_REPEATS, seed, burst, count)
+    else:
+        out = C.timed_with_streams(C.over(calls, sets), K, read, written, 2, rounds, seed)
+    stream_gbps = json.load(open("results/roofline.json"))["bandwidth_gbps"]
+    mix = out["stream_in_rounds"]["mixed_gbps"]
+    for label, s in ((first, out["kernel"]["median_s"]), (second, out["baselines"][second]["median_s"])):
+        gbps = (read + written) / s / 1e9
+        print(f"{c.spec.name:12s} {'steady' if steady else 'single'} {label:30s} {s * 1e3:7.3f} ms {gbps:5.1f} GB/s "
+              f"{gbps / stream_gbps:5.0%} of {stream_gbps:.1f}, {gbps / mix:5.0%} of its mix in rounds ({mix:.1f})")
+    sp = out["speedup"][second]
+    print(f"{c.spec.name:12s} {first} over {second} {sp['median']:.3f}x [{sp['ci95'][0]:.3f}, {sp['ci95'][1]:.3f}]; "
+          f"torch_compile {out['baselines']['torch_compile']['median_s'] * 1e3:.3f} ms; steal {out['host_steal']:.1%}",
+          flush=True)
 
 
 def bench_seed(c: SimpleNamespace) -> int:
