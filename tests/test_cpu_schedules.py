@@ -27,6 +27,8 @@ from autoperfect.spec import parse_op, seed_for
 BE = backends.get("cpu")
 # our exp (AVX2 and FMA), and its inline AVX-512 form in vector groups where the compiler targets AVX-512
 OURS = ["apmath_scratch_v16", *(["apmath_scratch_avx512"] if cpu.avx512() else [])] if cpu.vmath_object() else []
+# and that AVX-512 form's piped twin (cpu.piped), for a softmax, whose max pass comes before its exps
+OURS_PIPED = [f"{n}_piped" for n in OURS if n.endswith("avx512")]
 
 
 def spec_of(name: str, fn: str, **inputs):
@@ -149,7 +151,7 @@ def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):
                    x={"shape": [6, 257], "dtype": "float32"}, m={"shape": [6, 257], "dtype": "float32"})
     k = kernel_of(spec)
     stashed = [s for s in cpu.schedules_for(k) if s.stash]
-    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16", *OURS]
+    assert [s.name for s in stashed] == ["libmvec_stash", "libmvec_stash_v16", "libmvec_scratch_v16", *OURS, *OURS_PIPED]
     for schedule in stashed:
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
                                    seed_for("stash-judge"))
@@ -160,7 +162,7 @@ def test_a_scratch_stash_keeps_the_exps_on_the_stack_and_streams_the_final_pass(
     k = kernel_of(SOFTMAX)
     scratch, *ours = [s for s in cpu.schedules_for(k) if s.scratch]
     assert scratch.name == "libmvec_scratch_v16" and scratch.stash and scratch.stream == cpu.STREAM_FROM
-    assert [s.name for s in ours] == OURS and all(s.own_math and s.stream == cpu.STREAM_FROM for s in ours)
+    assert [s.name for s in ours] == OURS + OURS_PIPED and all(s.own_math and s.stream == cpu.STREAM_FROM for s in ours)
     source = BE.render(k, scratch)
     assert f"float ap_buf[{cfamily.SCRATCH_ROW}]" in source and "ap_row[j] = v" in source
     reducing, final = source.split("const float q")                     # the row sum's reciprocal
@@ -179,7 +181,7 @@ def test_no_libmvec_scratch_where_the_final_pass_calls_another_approximated_func
                           x={"shape": [4, 64], "dtype": "float32"}))
     names = [s.name for s in cpu.schedules_for(k)]
     assert "libmvec_stash" in names and "libmvec_scratch_v16" not in names
-    assert [n for n in names if "scratch" in n] == (OURS if function == "tanh" else [])
+    assert [n for n in names if "scratch" in n] == (OURS + OURS_PIPED if function == "tanh" else [])
 
 
 @pytest.mark.parametrize("shape", [[6, 257], [2, cfamily.SCRATCH_ROW + 37]], ids=["stack-row", "long-rows"])
@@ -192,7 +194,7 @@ def test_a_streaming_scratch_softmax_passes_the_judge(tmp_path, monkeypatch, sha
                    x={"shape": shape, "dtype": "float32"})
     k = kernel_of(spec)
     scratches = [replace(s, stream=1) for s in cpu.schedules_for(k) if s.scratch]
-    assert [s.name for s in scratches] == ["libmvec_scratch_v16", *OURS]
+    assert [s.name for s in scratches] == ["libmvec_scratch_v16", *OURS, *OURS_PIPED]
     for scratch in scratches:
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, scratch, tmp_path)}, Settings(),
                                    seed_for("scratch-judge", *map(str, shape)))
@@ -208,7 +210,7 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
     assert not any(s.stream for s in cpu.schedules_for(gelu))   # libmvec: a scalar head would round apart
     # softmax streams only from a scratch stash, whose final pass calls no libmvec function
-    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16", *OURS]
+    assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16", *OURS, *OURS_PIPED]
     # with our exp an elementwise kernel could stream (its forms agree), but its chunks cost more
     silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [1000], "dtype": "float32"}))
     assert ("apmath_v16" in [s.name for s in cpu.schedules_for(silu)]) == bool(OURS)
@@ -287,8 +289,10 @@ LAYER_NORM = spec_of("layer_norm", "def layer_norm(x, w, b):\n"
 
 def test_piped_twins_are_offered_for_streaming_row_kernels_with_a_final_pass():
     """The row variants that stream and fetch rows ahead get a `_piped` twin: the same schedule but
-    for `piped`, and its groups as vectors where the compiler targets AVX-512; kernels without a
-    per-element final pass (mean/var), with libm calls (softmax) and elementwise ones get none."""
+    for `piped`, and its groups as vectors where the compiler targets AVX-512; of softmax's, only
+    the scratch stash of our exp in vector groups (where there is one: a pass, the max, before the
+    stash's); kernels without a per-element final pass (mean/var), a stash in its only pass or
+    libm calls, and elementwise ones, get none."""
     wide = ["rows_v16", "rows_v16_fma", "rows_v16_near"]
     shifted = ["rows_v16", "rows_shifted_v16", "rows_shifted_v16_fma", "rows_v16_near", "rows_shifted_v16_near"]
     for spec, parents in ((NORM, wide), (LAYER_NORM, shifted)):
@@ -299,7 +303,13 @@ def test_piped_twins_are_offered_for_streaming_row_kernels_with_a_final_pass():
             assert by_name[f"{n}_piped"] == replace(by_name[n], name=f"{n}_piped", piped=True, vectors=vectors)
     chain = kernel_of(spec_of("chain", "def chain(a, b):\n    return a * b + a\n",
                               a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
-    for other in (kernel_of(MEAN_VAR), kernel_of(SOFTMAX), chain):
+    softmax = {s.name: s for s in cpu.schedules_for(kernel_of(SOFTMAX))}
+    assert [n for n in softmax if n.endswith("_piped")] == OURS_PIPED
+    for n in OURS_PIPED:
+        assert softmax[n] == replace(softmax[n.removesuffix("_piped")], name=n, piped=True)
+    exp_sum = kernel_of(spec_of("e", "def e(x):\n    y = mx.exp(x)\n    return y / mx.sum(y, axis=-1, keepdims=True)\n",
+                                x={"shape": [5, 300], "dtype": "float32"}))
+    for other in (kernel_of(MEAN_VAR), exp_sum, chain):
         assert not any(s.piped for s in cpu.schedules_for(other))
 
 
@@ -333,15 +343,21 @@ def piped_pair(spec, name: str, n: int, tmp_path, marked: bool = False):
     return k, BE.Kernel(k, library(k, plain, tmp_path)), BE.Kernel(k, build.library)
 
 
+# softmax's piped twin, where this machine has one: the scratch stash of our exp in AVX-512 groups
+PIPED_SOFTMAX = [pytest.param(SOFTMAX, "apmath_scratch_avx512", marks=pytest.mark.skipif(
+    "apmath_scratch_avx512" not in OURS, reason="our exp's AVX-512 form needs a compiler targeting AVX-512"))]
+
+
 @pytest.mark.parametrize("spec, name", [(NORM, "rows_v16"), (LAYER_NORM, "rows_shifted_v16"),
-                                        (LAYER_NORM, "rows_v16_near"), (NORM, "rows_v16_fma")])
+                                        (LAYER_NORM, "rows_v16_near"), (NORM, "rows_v16_fma"), *PIPED_SOFTMAX])
 @pytest.mark.parametrize("n", [16, 48, 1024, 1040, 2 * cpu.COMPENSATE_FROM + 48, 1000, 1001])
 def test_a_piped_row_kernel_gives_its_twins_bits_at_every_alignment(spec, name, n, tmp_path):
     """Piped and unpiped, streaming from the first byte, on outputs at every 4-byte offset of a
     64-byte line: the same bits everywhere. Rows of a multiple of 16 pipe where the output starts
     on a line, whether a row's groups cover it (1024), leave a 16-float tail (48, 1040) or run over
-    compensated blocks (8240); other rows (1000, 1001) and other offsets take the unpiped loop.
-    Every other row is off centre (+3): LayerNorm's shifted sums and its centred ones."""
+    compensated blocks (8240; softmax's rows that long, past its scratch buffer, do not pipe);
+    other rows (1000, 1001) and other offsets take the unpiped loop. Every other row is off centre
+    (+3): LayerNorm's shifted sums and its centred ones, softmax's exps of another max."""
     k, plain, piped = piped_pair(spec, name, n, tmp_path)
     rng = np.random.default_rng(seed_for("piped", spec.name, str(n)))
     inputs = [rng.standard_normal(k.launch.in_shapes[a]).astype(np.float32) for a in range(len(k.inputs))]
@@ -349,12 +365,16 @@ def test_a_piped_row_kernel_gives_its_twins_bits_at_every_alignment(spec, name, 
     assert_equal_at_every_shift(k, (plain, piped), inputs, (7, n))
 
 
-@pytest.mark.parametrize("n, pipes", [(1024, True), (1040, True), (1000, False), (8208, True)])
-def test_the_piped_path_runs_exactly_where_every_output_row_starts_on_a_line(n, pipes, tmp_path):
+@pytest.mark.parametrize("spec, name, n, pipes", [
+    *[(NORM, "rows_v16", n, pipes) for n, pipes in ((1024, True), (1040, True), (1000, False), (8208, True))],
+    *[pytest.param(*p.values, n, pipes, marks=p.marks) for p in PIPED_SOFTMAX
+      for n, pipes in ((1024, True), (1040, True), (1000, False), (8208, False))]])
+def test_the_piped_path_runs_exactly_where_every_output_row_starts_on_a_line(spec, name, n, pipes, tmp_path):
     """With the piped final passes marked (+1), the outputs move where and only where the kernel
     pipes: every row, at the one offset that puts the output on a line, for rows it can pipe (a
-    multiple of 16 long, however long: 8208 runs over compensated blocks)."""
-    k, plain, marked = piped_pair(NORM, "rows_v16", n, tmp_path, marked=True)
+    multiple of 16 long, however long: 8208 runs over compensated blocks; a scratch stash only up
+    to its buffer's length)."""
+    k, plain, marked = piped_pair(spec, name, n, tmp_path, marked=True)
     x = np.random.default_rng(seed_for("piped-path", str(n))).standard_normal((7, n)).astype(np.float32)
     for shift in range(16):
         backing = [np.full(7 * n + 16, np.nan, dtype=np.float32) for _ in range(2)]
@@ -368,7 +388,8 @@ def test_the_piped_path_runs_exactly_where_every_output_row_starts_on_a_line(n, 
             assert np.array_equal(outs[1], outs[0], equal_nan=True), shift
 
 
-@pytest.mark.parametrize("spec, name", [(NORM, "rows_v16"), (LAYER_NORM, "rows_shifted_v16"), (NORM, "rows_v16_fma")])
+@pytest.mark.parametrize("spec, name", [(NORM, "rows_v16"), (LAYER_NORM, "rows_shifted_v16"), (NORM, "rows_v16_fma"),
+                                        *PIPED_SOFTMAX])
 def test_piped_variants_pass_the_judge(spec, name, tmp_path, monkeypatch):
     """Streaming from the first byte, so the judge's own outputs (on a line where its buffers put
     them, elsewhere in its offset checks) take the piped path and the unpiped one."""
@@ -685,8 +706,9 @@ def test_the_avx512_twin_of_our_scratch_softmax_is_offered_where_the_compiler_ta
         pytest.skip("no vmath.c on this machine: no own-math variants at all")
     k = kernel_of(SOFTMAX)
     monkeypatch.setattr(cpu, "avx512", lambda: True)
-    (twin,) = [s for s in cpu.schedules_for(k) if s.vectors]
+    (twin,) = [s for s in cpu.schedules_for(k) if s.vectors and not s.piped]
     assert twin.name == "apmath_scratch_avx512"
+    assert [s.name for s in cpu.schedules_for(k) if s.piped] == ["apmath_scratch_avx512_piped"]
     assert replace(twin, vectors=False, name="apmath_scratch_v16") == schedule_named(k, "apmath_scratch_v16")
     monkeypatch.setattr(cpu, "avx512", lambda: False)
     assert not any(s.vectors for s in cpu.schedules_for(k))

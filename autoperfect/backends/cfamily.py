@@ -876,13 +876,18 @@ class CRenderer(CFamily):
         value = self.vector_assign(st.value) if st and self.s.vectors else None  # the same in a vector group
         keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
         piped = self.pipes()
+        final = list(st.final_elem) if st else list(p.final_elem)
+        read = {st.value: [f"const float {self.name(st.value)} = {kept};"]} if st else None
+        # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose stash is the thread's buffer
+        held = {st.value: [f"const float {self.name(st.value)} = ap_buf[j];"]} if st else None
+        scratch_row = [f"float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));"] if st and self.s.scratch else []
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
-        lines += self.next_head(list(st.final_elem) if st else list(p.final_elem))
+        lines += self.next_head(final)
         lines += ["    int64_t ap_done = 0;"] if piped else []
-        if st and self.s.scratch:
-            lines += [f"    float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));",
-                      f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
+        if scratch_row:  # piped, a thread's one buffer: a row's stash waits there for the next row's first pass
+            lines += [] if piped else [f"    {scratch_row[0]}"]
+            lines += [f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
         lines += [f"    {self.assign(i)}" for i in p.row_before]
         sh = shifted(self.k, p) if self.s.onepass and self.s.split > 6 and not st else None
         for n, rp in enumerate(p.passes):
@@ -893,7 +898,7 @@ class CRenderer(CFamily):
                     lines.append(f"    int n{r} = 0;")
             last = rp is p.passes[-1]
             prefetch = self.s.prefetch > 0 and last and not ahead
-            head = self.piped_head(rp, list(p.final_elem)) if piped and n == 0 else ()
+            head = self.piped_head(rp, final, held) if piped and n == 0 else ()
             if sh and n == sh.first:  # the pass folded into this one may be the last
                 lines += self.shifted_sums("    ", sh, rp, self.s.prefetch > 0 and n + 2 == len(p.passes) and not ahead,
                                            head)
@@ -906,29 +911,31 @@ class CRenderer(CFamily):
                 value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
-        if st:
-            read = f"const float {self.name(st.value)} = {kept};"
-            lines += self.store_loop("    ", list(st.final_elem), lines_for={st.value: [read]})
-        elif piped:
-            lines += self.piped_rest(list(p.final_elem), ahead)
-        elif p.final_elem:
-            lines += self.store_loop("    ", list(p.final_elem), ahead=ahead)
+            if piped and st and n == 0:  # before the last pass writes this row's stash over the kept row's
+                lines += ["    if (ap_piped && ap_last >= 0) {", *self.kept_rest("      ", final, held), "    }"]
+        if piped:
+            lines += self.piped_rest(final, ahead, read, held)
+        elif final:
+            lines += self.store_loop("    ", final, lines_for=read, ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
-        flag, before, after = self.piped_frame(list(p.final_elem)) if piped else ([], [], [])
+        flag, before, after = self.piped_frame(final, held) if piped else ([], [], [])
+        before = [f"  {line}" for line in scratch_row if piped] + before
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
-    def piped_frame(self, body: list[int]) -> tuple[list[str], list[str], list[str]]:
+    def piped_frame(self, body: list[int], lines_for: dict[int, list[str]] | None = None
+                    ) -> tuple[list[str], list[str], list[str]]:
         """A piped kernel's run-time test (`ap_piped`), and what each thread declares before its rows
         (the kept row, its inputs' bases and per-row values) and runs after them (the last kept
-        row's final pass)."""
+        row's final pass, `lines_for` replacing instructions as in the row's: a stash's read)."""
         aligned = " && ".join(f"((uintptr_t)out{a} & 63) == 0" for a in self.elem_outputs(body))
         flag = [f"  const int ap_piped = ap_stream && N % {LINE} == 0 && {aligned};"]
         before = ["  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
                   *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
                   *(f"  {ctype} ap_c{name} = 0;" for name, ctype in self.carried(body))]
-        after = ["  if (ap_last >= 0) {", *self.as_last_row("    ", body, self.piped_chunks("      ", body, "0")), "  }"]
+        after = ["  if (ap_last >= 0) {",
+                 *self.as_last_row("    ", body, self.piped_chunks("      ", body, "0", lines_for=lines_for)), "  }"]
         return flag, before, after
 
     def pipes(self) -> bool:
@@ -941,9 +948,13 @@ class CRenderer(CFamily):
         them); elsewhere the row loop is the unpiped one. The same values are stored, from the same
         expressions: the same bits. Hand-made prototypes ran RMSNorm and LayerNorm 4096x1024 16-23%
         faster back to back and 3-16% read from memory, RMSNorm as fast as a streaming copy
-        (docs/experiments/2026-12-05g-cpu)."""
+        (docs/experiments/2026-12-05g-cpu). A scratch stash pipes where a pass comes before its
+        last (softmax's max before its exps): the kept row's stash waits in the thread's buffer
+        (`ap_buf`, then one per thread) until the next row's first pass is done with it; softmax
+        4096x1024 read from memory ran 1.09-1.20x faster so (docs/experiments/2026-12-05h-cpu)."""
         p = plan(self.k)
-        return (self.s.piped and not self.s.stash and bool(p.passes) and bool(p.final_elem) and self.streams()
+        stashed = self.s.stash and not (self.s.scratch and len(p.passes) > 1)
+        return (self.s.piped and not stashed and bool(p.passes) and bool(p.final_elem) and self.streams()
                 and self.k.rank > 1 and self.s.split > 0 and self.s.split % LINE == 0)
 
     def carried(self, body: list[int]) -> list[tuple[str, str]]:
@@ -967,17 +978,18 @@ class CRenderer(CFamily):
                 *(f"{indent}  const {ctype} {name} = ap_c{name};" for name, ctype in carried),
                 *lines, f"{indent}}}"]
 
-    def piped_head(self, rp, body: list[int]) -> list[str]:
+    def piped_head(self, rp, body: list[int], lines_for: dict[int, list[str]] | None = None) -> list[str]:
         """What a piped kernel's first reducing pass does at each group's start: ask for the rows
-        ahead (the final pass no longer streams in its own loop, so its requests moved here), and
-        run the kept row's final pass over the group's columns, streamed out."""
+        ahead (the final pass no longer streams in its own loop, so its requests moved here; a
+        stash's last reducing pass asks already), and run the kept row's final pass over the
+        group's columns, streamed out (`lines_for` as in piped_frame)."""
         w = self.s.split
-        fetch = self.next_row("", self.contiguous_inputs(list(rp.elem)), "jm", w, "ap_piped && ")
-        group = self.piped_chunks("    ", body, "jm", f"jm + {w}", (w,))
+        fetch = [] if self.s.stash else self.next_row("", self.contiguous_inputs(list(rp.elem)), "jm", w, "ap_piped && ")
+        group = self.piped_chunks("    ", body, "jm", f"jm + {w}", (w,), lines_for)
         return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, group), f"  ap_done = jm + {w};", "}"]
 
     def piped_chunks(self, indent: str, body: list[int], lo: str, hi: str = "N",
-                     widths: Sequence[int] = ()) -> list[str]:
+                     widths: Sequence[int] = (), lines_for: dict[int, list[str]] | None = None) -> list[str]:
         """The kept row's final pass over columns lo..hi (both on a line), streamed in chunks of each
         of `widths` in turn (the store loop's chunks, then lines). A piped row has no head before its
         first line and no tail after its last (`ap_piped`), so none is rendered: the kernel's last
@@ -986,21 +998,28 @@ class CRenderer(CFamily):
         `mutants.skipped_tail`)."""
         outs = self.elem_outputs(body)
         return [f"{indent}int64_t jc = {lo};",
-                *(line for w in (widths or (self.chunk, LINE)) for line in self.streamed_chunks(indent, body, outs, w, hi, None))]
+                *(line for w in (widths or (self.chunk, LINE))
+                  for line in self.streamed_chunks(indent, body, outs, w, hi, lines_for))]
 
-    def piped_rest(self, body: list[int], ahead: Sequence[int]) -> list[str]:
+    def piped_rest(self, body: list[int], ahead: Sequence[int], lines_for: dict[int, list[str]] | None = None,
+                   held: dict[int, list[str]] | None = None) -> list[str]:
         """After a piped kernel's reducing passes: the kept row's final pass over the columns its
-        groups left, then this row kept in its place; where the row is not piped, its final pass."""
+        groups left (`kept_rest`; a stash's ran before its last pass), then this row kept in its
+        place; where the row is not piped, its final pass. `lines_for` replaces instructions in
+        this row's final pass, `held` in the kept row's (a stash read from the row or from the
+        thread's buffer)."""
         keep = [f"      ap_pb{a} = b{a};" for a in range(len(self.k.inputs))]
         keep += [f"      ap_c{name} = {name};" for name, _ in self.carried(body)]
-        return ["    if (ap_piped) {",
-                "      if (ap_last >= 0) {",
-                *self.as_last_row("        ", body, self.piped_chunks("          ", body, "ap_done")),
-                "      }",
+        rest = [] if self.s.stash else ["      if (ap_last >= 0) {", *self.kept_rest("        ", body, held), "      }"]
+        return ["    if (ap_piped) {", *rest,
                 "      ap_last = r;", *keep,
                 "    } else {",
-                *self.store_loop("      ", body, ahead=ahead),
+                *self.store_loop("      ", body, lines_for=lines_for, ahead=ahead),
                 "    }"]
+
+    def kept_rest(self, indent: str, body: list[int], held: dict[int, list[str]] | None) -> list[str]:
+        """The kept row's final pass over the columns the first pass's groups left (from `ap_done`)."""
+        return self.as_last_row(indent, body, self.piped_chunks(indent + "  ", body, "ap_done", lines_for=held))
 
 @dataclass(frozen=True)
 class GpuSchedule:

@@ -84,8 +84,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     (`avx512`), the scratch stash of ours also has a twin whose split loops' groups are AVX-512
     vectors with our exp inlined (`apmath_scratch_avx512`, CRenderer.vector_groups): the same bits,
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory
-    (docs/experiments/2026-12-04g-cpu). The prefetching streaming row variants have `_piped` twins
-    (`piped`): each row's final pass in the next row's first pass."""
+    (docs/experiments/2026-12-04g-cpu), and that twin a `_piped` one where it pipes (a pass before
+    the stash's). The prefetching streaming row variants have `_piped` twins (`piped`): each row's
+    final pass in the next row's first pass."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
@@ -98,7 +99,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         if functions <= OWN_MATH.keys() and vmath_object() is not None:
             if kept:
                 ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True))
-                found += (ours,) + ((replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ())
+                inlined = replace(ours, name="apmath_scratch_avx512", vectors=True)
+                found += (ours,) + ((inlined,) + tuple(t for t in [piped(inlined)] if CpuRenderer(kernel, t).pipes())
+                                    if avx512() else ())
             else:
                 found += (replace(wide(OWN_MATH_SCHEDULE), stream=0),)
     elif kernel.kind == "elementwise":
