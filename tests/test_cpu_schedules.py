@@ -698,6 +698,33 @@ def test_no_vector_groups_where_a_group_has_no_vector_form(fn, dtype, schedule, 
     assert "ap_expf_v16" not in source and not any("__m512" in line and "expf(" in line for line in source.splitlines())
 
 
+def test_a_max_in_vector_groups_keeps_more_partials_than_a_sum(tmp_path):
+    """In vector groups a max (exact in any order) keeps MAX_GROUPS times the split's partial
+    results, a chain of a quarter the length; the sums keep the split (more made LayerNorm's and
+    RMSNorm's passes slower); without vector groups, the split for both. The result is softmax's
+    either way: its outputs equal the `omp simd` form's bit for bit, at rows with and without tails."""
+    k = kernel_of(SOFTMAX)
+    schedule = replace(schedule_named(k, "apmath_scratch_v16"), name="grouped", vectors=True)
+    wide, plain = BE.render(k, schedule), BE.render(k, schedule_named(k, "apmath_scratch_v16"))
+    (mx_,) = [i.id for i in k.body if i.op is Op.RMAX]
+    (sum_,) = [i.id for i in k.body if i.op is Op.SUM]
+    assert f"float p{mx_}[{cpu.SPLIT * cfamily.MAX_GROUPS}];" in wide and f"float p{sum_}[{cpu.SPLIT}];" in wide
+    assert f"float p{mx_}[{cpu.SPLIT}];" in plain and f"float p{sum_}[{cpu.SPLIT}];" in plain
+    if "apmath_scratch_avx512" not in OURS:
+        pytest.skip("vector groups compile to the omp simd form without AVX-512")
+    for n in (16, 127, 128, 300, 1024, 1040):
+        spec = rows_of(SOFTMAX, 5, n)
+        kn = kernel_of(spec)
+        x = np.random.default_rng(seed_for("max-groups", str(n))).standard_normal((5, n)).astype(np.float32)
+        x[1] = np.abs(x[1]) * -1.0  # every value negative: a max at the row's far end or anywhere
+        outs = []
+        for sched in (schedule, schedule_named(kn, "apmath_scratch_v16")):
+            out = np.full((5, n), np.nan, dtype=np.float32)
+            BE.Kernel(kn, library(kn, sched, tmp_path)).run_numpy([x, out], kn.launch)
+            outs.append(out)
+        assert np.array_equal(*outs), n
+
+
 def test_the_avx512_twin_of_our_scratch_softmax_is_offered_where_the_compiler_targets_avx512(monkeypatch):
     """Where vector groups would compile to the `omp simd` form anyway (no AVX-512) the twin would
     be its sibling's source again: it is offered only where the compiler targets AVX-512, and

@@ -79,6 +79,8 @@ OWN_VECTOR16_SOURCE = Path(__file__).with_name("vmath_avx512.h")
 VECTOR16_REDUCTIONS = {Op.SUM: "{acc} + {v}", Op.PROD: "{acc} * {v}", Op.RMAX: "_mm512_max_ps({acc}, {v})",
                        Op.RMIN: "_mm512_min_ps({acc}, {v})"}
 VECTOR_LANES = 16
+# A max's or a min's partial results in vector groups, in multiples of the split (CRenderer.width)
+MAX_GROUPS = 4
 
 # reduction -> (identity, OpenMP reduction operator, accumulate statement)
 REDUCTIONS = {
@@ -416,6 +418,18 @@ class CRenderer(CFamily):
         lines.append(f"{indent}}}")
         return lines
 
+    def width(self, reductions: Sequence[int], extra: Sequence[tuple[str, str]] = ()) -> int:
+        """How many partial results a split loop over `reductions` keeps: `split`, or MAX_GROUPS
+        times as many where its groups are vectors and every reduction is a max or a min without a
+        NaN flag (exact in any order: the same value, a zero's sign aside). Softmax's max pass with
+        two partials is a chain of 32 dependent maxes a 1024-float row that its exps wait for;
+        with eight, softmax 4096x1024 read from memory ran 0.79-0.95x the time and its rows in
+        cache 0.91-0.93x (docs/experiments/2026-12-05h-cpu, `max8v`). Sums keep `split`: more
+        partials made LayerNorm's and RMSNorm's passes slower (docs/experiments/2026-12-05g-cpu)."""
+        exact = all(self.k.body[r].op in (Op.RMAX, Op.RMIN) and r not in self.flagged for r in reductions)
+        wider = self.s.vectors and bool(reductions) and exact and not extra and self.s.split % VECTOR_LANES == 0
+        return self.s.split * MAX_GROUPS if wider else self.s.split
+
     def split_loop(self, indent: str, body: list[int], lo: str, hi: str, reductions: list[int],
                    lines_for: dict[int, list[str]] | None, prefetch: bool = False,
                    extra: Sequence[tuple[str, str]] = (),
@@ -429,7 +443,7 @@ class CRenderer(CFamily):
         row stride on, one request per 64-byte line, rows up to PREFETCH_ROW: `next_row`; a
         prefetch never faults, past the last row included), so the memory streams while the pass
         computes."""
-        w, inner = self.s.split, indent + "  "
+        w, inner = self.width(reductions, extra), indent + "  "
         ops = {r: REDUCTIONS[self.k.body[r].op] for r in reductions}
         lines = [f"{indent}{{", f"{inner}int64_t jm = {lo};"]
         for r, (ident, _, _) in ops.items():
@@ -502,7 +516,7 @@ class CRenderer(CFamily):
         vector form here (VECTOR_OPERATORS, VECTOR16, a 16-bit or integer value, a strided load),
         a replaced one has no `vector_for`, a reduction keeps a NaN flag, or the split is no
         multiple of 16."""
-        w, k, lines_for, vector_for = self.s.split, self.k, lines_for or {}, vector_for or {}
+        w, k, lines_for, vector_for = self.width(reductions, extra), self.k, lines_for or {}, vector_for or {}
         if not self.s.vectors or w % VECTOR_LANES or any(r in self.flagged for r in reductions):
             return None
         decls = {}
@@ -555,7 +569,7 @@ class CRenderer(CFamily):
             out += [f"{f'{acc}p[l]' if lanes else acc} += {acc}p[{lane}];" for acc, _ in extra]
             return " ".join(out)
 
-        lines, w = [], self.s.split
+        lines, w = [], self.width(list(ops), extra)
         while w > 1:  # the upper half (the larger one of an odd count) onto the lower
             lines.append(f"{indent}for (int l = 0; l < {w // 2}; l++) {{ {merge(f'l + {w - w // 2}', True)} }}")
             w -= w // 2
@@ -983,7 +997,7 @@ class CRenderer(CFamily):
         ahead (the final pass no longer streams in its own loop, so its requests moved here; a
         stash's last reducing pass asks already), and run the kept row's final pass over the
         group's columns, streamed out (`lines_for` as in piped_frame)."""
-        w = self.s.split
+        w = self.width(rp.reduces)
         fetch = [] if self.s.stash else self.next_row("", self.contiguous_inputs(list(rp.elem)), "jm", w, "ap_piped && ")
         group = self.piped_chunks("    ", body, "jm", f"jm + {w}", (w,), lines_for)
         return [*fetch, "if (ap_last >= 0) {", *self.as_last_row("  ", body, group), f"  ap_done = jm + {w};", "}"]

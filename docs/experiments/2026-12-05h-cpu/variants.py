@@ -1,6 +1,7 @@
-"""Softmax 4096x1024's scratch stash of our exp in AVX-512 groups as this checkout renders it
-(`apmath_scratch_avx512`) and piped (`apmath_scratch_avx512_piped`), and hand-edited twins of the
-unpiped source, into OUT (default /tmp/sm_variants), one `<kernel>.<name>.c` each:
+"""Softmax 4096x1024's scratch stash of our exp in AVX-512 groups as c413a94 rendered it
+(`apmath_scratch_avx512`) and piped (`apmath_scratch_avx512_piped`), as this checkout renders them,
+whose max passes keep MAX_GROUPS times the partials (`..._max4`), and hand-edited twins of the first,
+into OUT (default /tmp/sm_variants), one `<kernel>.<name>.c` each:
 
 - `nomax`: the max pass dropped (the max taken as 3.0: cost attribution, not the same bits);
 - `nopf`: no requests for the rows ahead in the exp pass;
@@ -16,7 +17,7 @@ python docs/experiments/2026-12-05h-cpu/variants.py [OUT]   (PYTHONPATH at the c
 import os
 import sys
 
-from autoperfect.backends import cpu
+from autoperfect.backends import cfamily, cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
 
@@ -26,8 +27,10 @@ spec = parse_op("softmax", {"fn": "def softmax(x):\n    return mx.softmax(x, axi
 (k,) = [k for k in front(spec).kernels if k is not None]
 by_name = {s.name: s for s in cpu.schedules_for(k)}
 os.makedirs(OUT, exist_ok=True)
+sources = {f"{name}_max4": cpu.render(k, by_name[name]) for name in ("apmath_scratch_avx512", "apmath_scratch_avx512_piped")}
+cfamily.MAX_GROUPS = 1  # c413a94's max pass, two partials: the sources the edits below apply to
 base = cpu.render(k, by_name["apmath_scratch_avx512"])
-sources = {"apmath_scratch_avx512": base, "apmath_scratch_avx512_piped": cpu.render(k, by_name["apmath_scratch_avx512_piped"])}
+sources |= {"apmath_scratch_avx512": base, "apmath_scratch_avx512_piped": cpu.render(k, by_name["apmath_scratch_avx512_piped"])}
 
 
 def edit(source: str, old: str, new: str) -> str:
