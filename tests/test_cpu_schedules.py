@@ -713,16 +713,12 @@ def test_a_max_in_vector_groups_keeps_more_partials_than_a_sum(tmp_path):
     if "apmath_scratch_avx512" not in OURS:
         pytest.skip("vector groups compile to the omp simd form without AVX-512")
     for n in (16, 127, 128, 300, 1024, 1040):
-        spec = rows_of(SOFTMAX, 5, n)
-        kn = kernel_of(spec)
+        kn = kernel_of(rows_of(SOFTMAX, 5, n))
         x = np.random.default_rng(seed_for("max-groups", str(n))).standard_normal((5, n)).astype(np.float32)
         x[1] = np.abs(x[1]) * -1.0  # every value negative: a max at the row's far end or anywhere
-        outs = []
-        for sched in (schedule, schedule_named(kn, "apmath_scratch_v16")):
-            out = np.full((5, n), np.nan, dtype=np.float32)
-            BE.Kernel(kn, library(kn, sched, tmp_path)).run_numpy([x, out], kn.launch)
-            outs.append(out)
-        assert np.array_equal(*outs), n
+        kernels = [BE.Kernel(kn, library(kn, sched, tmp_path))
+                   for sched in (schedule, schedule_named(kn, "apmath_scratch_v16"))]
+        assert_equal_at_every_shift(kn, kernels, [x], (5, n))
 
 
 def test_the_avx512_twin_of_our_scratch_softmax_is_offered_where_the_compiler_targets_avx512(monkeypatch):

@@ -116,6 +116,7 @@ PARALLEL_MIN = 1 << 15
 # A scratch stash's row buffer on each thread's stack (floats): rows up to this long keep the stashed
 # value there; longer rows keep it in their output row and store plainly (CRenderer.render_row).
 SCRATCH_ROW = 8192
+SCRATCH_BUFFER = f"float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));"
 # Floats in a 64-byte cache line: a streaming store loop streams the whole lines left after its
 # chunks one line at a time (CRenderer.store_loop), so of a row only the head up to its first line
 # and what follows its last whole line are stored plainly.
@@ -891,16 +892,18 @@ class CRenderer(CFamily):
         keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
         piped = self.pipes()
         final = list(st.final_elem) if st else list(p.final_elem)
-        read = {st.value: [f"const float {self.name(st.value)} = {kept};"]} if st else None
-        # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose stash is the thread's buffer
-        held = {st.value: [f"const float {self.name(st.value)} = ap_buf[j];"]} if st else None
-        scratch_row = [f"float ap_buf[{SCRATCH_ROW}] __attribute__((aligned(64)));"] if st and self.s.scratch else []
+        def reading(stashed: str) -> dict[int, list[str]] | None:
+            """The final pass's lines_for: the stash read back from `stashed` instead of recomputed."""
+            return {st.value: [f"const float {self.name(st.value)} = {stashed};"]} if st else None
+
+        # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose kept stash is in the thread's buffer
+        read, held = reading(kept), reading("ap_buf[j]")
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         lines += self.next_head(final)
         lines += ["    int64_t ap_done = 0;"] if piped else []
-        if scratch_row:  # piped, a thread's one buffer: a row's stash waits there for the next row's first pass
-            lines += [] if piped else [f"    {scratch_row[0]}"]
+        if st and self.s.scratch:  # piped, the buffer is the thread's (piped_frame)
+            lines += [] if piped else [f"    {SCRATCH_BUFFER}"]
             lines += [f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;"]
         lines += [f"    {self.assign(i)}" for i in p.row_before]
         sh = shifted(self.k, p) if self.s.onepass and self.s.split > 6 and not st else None
@@ -925,17 +928,16 @@ class CRenderer(CFamily):
                 value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
                 lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
-            if piped and st and n == 0:  # before the last pass writes this row's stash over the kept row's
+            if piped and st and n == 0:  # a stash's: before the last pass writes this row's over the kept row's
                 lines += ["    if (ap_piped && ap_last >= 0) {", *self.kept_rest("      ", final, held), "    }"]
-        if piped:
-            lines += self.piped_rest(final, ahead, read, held)
+        if piped:  # others': after the passes
+            lines += self.piped_rest(final, ahead, read, held, rest=not st)
         elif final:
             lines += self.store_loop("    ", final, lines_for=read, ahead=ahead)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
         flag, before, after = self.piped_frame(final, held) if piped else ([], [], [])
-        before = [f"  {line}" for line in scratch_row if piped] + before
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
     def piped_frame(self, body: list[int], lines_for: dict[int, list[str]] | None = None
@@ -945,7 +947,8 @@ class CRenderer(CFamily):
         row's final pass, `lines_for` replacing instructions as in the row's: a stash's read)."""
         aligned = " && ".join(f"((uintptr_t)out{a} & 63) == 0" for a in self.elem_outputs(body))
         flag = [f"  const int ap_piped = ap_stream && N % {LINE} == 0 && {aligned};"]
-        before = ["  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
+        before = [*([f"  {SCRATCH_BUFFER}"] if self.s.stash else []),  # the kept row's stash waits there
+                  "  int64_t ap_last = -1;  /* the row whose final pass waits for the next row's first pass */",
                   *(f"  int64_t ap_pb{a} = 0;" for a in range(len(self.k.inputs))),
                   *(f"  {ctype} ap_c{name} = 0;" for name, ctype in self.carried(body))]
         after = ["  if (ap_last >= 0) {",
@@ -967,8 +970,8 @@ class CRenderer(CFamily):
         (`ap_buf`, then one per thread) until the next row's first pass is done with it; softmax
         4096x1024 read from memory ran 1.09-1.20x faster so (docs/experiments/2026-12-05h-cpu)."""
         p = plan(self.k)
-        stashed = self.s.stash and not (self.s.scratch and len(p.passes) > 1)
-        return (self.s.piped and not stashed and bool(p.passes) and bool(p.final_elem) and self.streams()
+        keeps_stash = not self.s.stash or (self.s.scratch and len(p.passes) > 1)
+        return (self.s.piped and keeps_stash and bool(p.passes) and bool(p.final_elem) and self.streams()
                 and self.k.rank > 1 and self.s.split > 0 and self.s.split % LINE == 0)
 
     def carried(self, body: list[int]) -> list[tuple[str, str]]:
@@ -1016,15 +1019,14 @@ class CRenderer(CFamily):
                   for line in self.streamed_chunks(indent, body, outs, w, hi, lines_for))]
 
     def piped_rest(self, body: list[int], ahead: Sequence[int], lines_for: dict[int, list[str]] | None = None,
-                   held: dict[int, list[str]] | None = None) -> list[str]:
-        """After a piped kernel's reducing passes: the kept row's final pass over the columns its
-        groups left (`kept_rest`; a stash's ran before its last pass), then this row kept in its
-        place; where the row is not piped, its final pass. `lines_for` replaces instructions in
-        this row's final pass, `held` in the kept row's (a stash read from the row or from the
-        thread's buffer)."""
+                   held: dict[int, list[str]] | None = None, rest: bool = True) -> list[str]:
+        """After a piped kernel's reducing passes: with `rest`, the kept row's final pass over the
+        columns its groups left (`kept_rest`, `held` replacing instructions in it; a stash's ran
+        before its last pass instead), then this row kept in its place; where the row is not piped,
+        its final pass (`lines_for` as in store_loop)."""
         keep = [f"      ap_pb{a} = b{a};" for a in range(len(self.k.inputs))]
         keep += [f"      ap_c{name} = {name};" for name, _ in self.carried(body)]
-        rest = [] if self.s.stash else ["      if (ap_last >= 0) {", *self.kept_rest("        ", body, held), "      }"]
+        rest = ["      if (ap_last >= 0) {", *self.kept_rest("        ", body, held), "      }"] if rest else []
         return ["    if (ap_piped) {", *rest,
                 "      ap_last = r;", *keep,
                 "    } else {",

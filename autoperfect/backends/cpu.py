@@ -99,9 +99,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         if functions <= OWN_MATH.keys() and vmath_object() is not None:
             if kept:
                 ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True))
-                inlined = replace(ours, name="apmath_scratch_avx512", vectors=True)
-                found += (ours,) + ((inlined,) + tuple(t for t in [piped(inlined)] if CpuRenderer(kernel, t).pipes())
-                                    if avx512() else ())
+                inlined = (replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ()
+                found += (ours, *inlined, *piped_twins(kernel, inlined))
             else:
                 found += (replace(wide(OWN_MATH_SCHEDULE), stream=0),)
     elif kernel.kind == "elementwise":
@@ -116,8 +115,13 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found += (fma_twin(found[-1]),)
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
-        found += tuple(t for t in (piped(s) for s in found if s.prefetch) if CpuRenderer(kernel, t).pipes())
+        found += piped_twins(kernel, [s for s in found if s.prefetch])
     return found
+
+
+def piped_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
+    """The `piped` twins of `schedules` that pipe on `kernel` (CRenderer.pipes)."""
+    return tuple(t for t in map(piped, schedules) if CpuRenderer(kernel, t).pipes())
 
 
 def piped(s: Schedule) -> Schedule:
