@@ -346,3 +346,48 @@ def test_the_goals_section_names_ops_their_time_in_cache_holds_below_the_bar(res
     section = _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
     (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
     assert "| – | 2.47x" in row and "the bar): none measured" in section
+
+
+def _goals(results):
+    return _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
+
+
+def test_an_op_whose_traffic_takes_nearly_as_long_as_its_work_is_held_to_the_stream_bar(results):
+    """Work binds chain's roofline at 5.9 ms, its traffic 5.6 ms (95%): held to the bar, the bound
+    cell says how near; at 4.0 ms of traffic (68%) it is not held, and nothing is said of memory."""
+    path = results / "chain" / "cpu" / "bench.json"
+    data = json.loads(path.read_text())
+    data["classification"] = {"seconds": 0.0059, "bound": "compute (exp)", "memory_s": 0.0056, "compute_s": 0.0059}
+    path.write_text(json.dumps(data))
+    section = _goals(results)
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    assert "| 268 | compute (exp), memory at 95% of it | 58% |" in row
+    assert "of the stream bandwidth, single calls: not chain (58%)" in section
+    data["classification"] = {"seconds": 0.0059, "bound": "compute (exp)", "memory_s": 0.004, "compute_s": 0.0059}
+    path.write_text(json.dumps(data))
+    section = _goals(results)
+    (row,) = [line for line in section.splitlines() if line.startswith("| chain/cpu |")]
+    assert "| 268 | compute (exp) | 58% |" in row
+    assert "of the stream bandwidth, single calls: all" in section
+    assert report.held_to_memory({"bound": "memory", "seconds": 1.0}) and not report.held_to_memory(None)
+    assert not report.held_to_memory({"bound": "compute (fma)", "seconds": 1.0})   # no memory time recorded
+
+
+def test_the_goals_section_puts_the_bar_against_what_each_ops_mix_can_reach(results):
+    """80% of the 47.9 GB/s stream bandwidth is 38.3 GB/s: 99.5% of what a read-only op can reach
+    at a read kernel of 38.5 GB/s, 72% of a copy's mix at the stream bandwidth's 53.2 GB/s copy."""
+    path = results / "chain" / "cpu" / "bench.json"
+    data = json.loads(path.read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    path.write_text(json.dumps(data))
+    assert "what each op's traffic can reach" not in _goals(results)   # no reads recorded: no mix
+    data["bytes_read"] = data["bytes_moved"]
+    path.write_text(json.dumps(data))
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "read_gbps": 38.5, "copy_nt_gbps": 47.9}))
+    assert "the read kernel's): chain 99.5%\n" in _goals(results)   # short of 100: a decimal
+    data["bytes_read"] = data["bytes_moved"] // 2
+    path.write_text(json.dumps(data))
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "copy_nt_gbps": 53.2}))
+    assert "the read kernel's): chain 72%\n" in _goals(results)
