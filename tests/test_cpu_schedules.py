@@ -208,13 +208,18 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
                               a={"shape": [1000], "dtype": "float32"}, b={"shape": [1000], "dtype": "float32"}))
     gelu = kernel_of(spec_of("g", "def g(x):\n    return x * mx.tanh(x)\n", x={"shape": [1000], "dtype": "float32"}))
     assert [s.stream for s in cpu.schedules_for(chain)] == [0, 0, cpu.STREAM_FROM, cpu.STREAM_FROM]
-    assert not any(s.stream for s in cpu.schedules_for(gelu))   # libmvec: a scalar head would round apart
+    assert not any(s.stream for s in cpu.schedules_for(gelu) if not s.own_math)   # libmvec: a scalar head would round apart
     # softmax streams only from a scratch stash, whose final pass calls no libmvec function
     assert [s.name for s in cpu.schedules_for(kernel_of(SOFTMAX)) if s.stream] == ["libmvec_scratch_v16", *OURS, *OURS_PIPED]
-    # with our exp an elementwise kernel could stream (its forms agree), but its chunks cost more
+    # with our exp an elementwise kernel streams in `_stream` twins only (its forms agree): which
+    # wins follows the machine
     silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [1000], "dtype": "float32"}))
     assert ("apmath_v16" in [s.name for s in cpu.schedules_for(silu)]) == bool(OURS)
-    assert not any(s.stream for s in cpu.schedules_for(silu))
+    assert [s.name for s in cpu.schedules_for(silu) if s.stream] == (
+        ["apmath_v16_stream"] if OURS else [])   # no a*b+c to contract: no _fma twin
+    halved = kernel_of(spec_of("s", "def s(x):\n    return (x * mx.sigmoid(x)).astype(mx.float16)\n",
+                               x={"shape": [1000], "dtype": "float32"}))
+    assert not any(s.stream for s in cpu.schedules_for(halved))   # a float16 output: no twin
     norm = kernel_of(NORM)
     assert {s.name for s in cpu.schedules_for(norm) if s.stream} == {"rows_v16", "rows_v16_fma", "rows_v16_near",
                                                                      "rows_v16_piped", "rows_v16_fma_piped",
@@ -261,6 +266,24 @@ def assert_equal_at_every_shift(k, kernels, inputs, shape, outputs: int = 1) -> 
         for run in runs[1:]:
             for want, got in zip(runs[0], run):
                 assert np.array_equal(want, got, equal_nan=True), shift
+
+
+@pytest.mark.skipif(not OURS, reason="our vector math does not build here")
+@pytest.mark.parametrize("shape", [[1000], [3, 200], [2, 1040]])
+def test_our_functions_stream_twins_equal_their_plain_stores_at_every_alignment(shape, tmp_path):
+    """GELU on our tanh, streamed from the first byte (`stream=1`) against the same variant's plain
+    stores, the `_fma` twin's too: a streamed row's plain head, whose length follows the output's
+    address, rounds as the streamed lines do, wherever the output starts."""
+    spec = spec_of("g", "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n",
+                   x={"shape": shape, "dtype": "float32"})
+    k = kernel_of(spec)
+    by_name = {s.name: s for s in cpu.schedules_for(k)}
+    x = (np.random.default_rng(seed_for("own-stream", *map(str, shape))).standard_normal(shape) * 4).astype(np.float32)
+    for plain in ("apmath_v16", "apmath_v16_fma"):
+        twin = replace(by_name[f"{plain}_stream"], stream=1)
+        assert BE.render(k, twin).count("AP_NT_STORE(") > 0
+        kernels = [BE.Kernel(k, library(k, s, tmp_path)) for s in (by_name[plain], twin)]
+        assert_equal_at_every_shift(k, kernels, [x], tuple(shape))
 
 
 @pytest.mark.parametrize("n", [1, 63, 200, cfamily.SCRATCH_ROW + 5])

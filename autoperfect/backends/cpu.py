@@ -77,10 +77,12 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
     Their scalar and vector forms give the same bits, so the scratch stash streams its stores;
     softmax 4096x1024 read from memory took 1.41 ms against libmvec's scratch stash's 1.64-1.73, and
-    the wide variant, with two exps an element, 1.85. The wide variant stores plainly: SiLU
+    the wide variant, with two exps an element, 1.85. The wide variant stores plainly and has a
+    `_stream` twin that streams (`streamed_twins`), as has its `_fma` twin: SiLU
     4096x1024 took 1.53-1.54 ms streamed through its 64-element chunks and 1.08-1.16 not, against
-    libmvec's 1.28-1.29 (docs/experiments/2026-12-04d-cpu); GELU (our tanh) 4096x1024 0.97-1.00 ms
-    against 1.14 with libmvec's tanhf (docs/experiments/2026-12-05-cpu). Where the compiler targets AVX-512
+    libmvec's 1.28-1.29, on an AMD EPYC (docs/experiments/2026-12-04d-cpu), GELU read from memory
+    on an Intel Xeon 0.86-0.88x of its plain stores' time (docs/experiments/2026-12-05i-cpu); GELU
+    (our tanh) 4096x1024 0.97-1.00 ms against 1.14 with libmvec's tanhf (docs/experiments/2026-12-05-cpu). Where the compiler targets AVX-512
     (`avx512`), the scratch stash of ours also has a twin whose split loops' groups are AVX-512
     vectors with our exp inlined (`apmath_scratch_avx512`, CRenderer.vector_groups): the same bits,
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory
@@ -113,10 +115,23 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
             found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
     if contractible(kernel) and not exact(kernel):
         found += (fma_twin(found[-1]),)
+    found += streamed_twins(kernel, [s for s in found if s.own_math and not s.stash and not s.stream])
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
         found += piped_twins(kernel, [s for s in found if s.prefetch])
     return found
+
+
+def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
+    """`_stream` twins of our own functions' wide variants, which store plainly: non-temporal
+    stores of whole lines once a call writes STREAM_FROM bytes, where every output is float32 (our
+    functions' scalar and vector forms give the same bits, so the head a streamed row's address
+    leaves plain rounds as its body; libmvec's would not, see `wide`). Which wins follows the
+    machine: SiLU 4096x1024 on an AMD EPYC took 1.53 ms streamed against 1.08-1.16 not
+    (docs/experiments/2026-12-04d-cpu), GELU on an Intel Xeon 0.86-0.88x of the plain stores
+    (docs/experiments/2026-12-05i-cpu); the choice rounds decide."""
+    twins = (replace(s, name=f"{s.name}_stream", stream=STREAM_FROM) for s in schedules)
+    return tuple(t for t in twins if CpuRenderer(kernel, t).streams())
 
 
 def piped_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
