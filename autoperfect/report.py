@@ -384,13 +384,15 @@ GOAL_MEMORY_BYTES = 16 << 20   # memory-bound ops this large or larger ...
 GOAL_STREAM_SHARE = 0.80       # ... reach this share of the stream bandwidth
 GOAL_OVER_TORCH_COMPILE = 1.2  # geometric mean of the speedups over torch.compile
 MUST_BEAT = ("mlx_eager", "mlx_compile")
-MEMORY_NEAR = 0.9              # memory time at this share of the roofline's time or more: held to the bar too
+MEMORY_NEAR = 0.8              # memory time at this share of the roofline's time or more: held to the bar too
 
 
 def held_to_memory(bound: dict | None) -> bool:
     """Whether the stream goal holds an op: memory binds it, or its traffic's time is within
     1 - MEMORY_NEAR of the work that binds, so that the verdict does not flip with the noise in two
-    near-equal ceilings (softmax's exps and its traffic take about as long)."""
+    near-equal ceilings: softmax's exps and GELU's tanhs take about as long as their traffic, and
+    the functions' measured rates move by up to 1.3x from run to run (tanh 5.2 and 6.8 G/s in two
+    runs an hour apart on 2026-12-05)."""
     if bound is None:
         return False
     memory_s = bound.get("memory_s")

@@ -353,11 +353,14 @@ def _goals(results):
 
 
 def test_an_op_whose_traffic_takes_nearly_as_long_as_its_work_is_held_to_the_stream_bar(results):
-    """Work binds chain's roofline at 5.9 ms, its traffic 5.6 ms (95%): held to the bar, the bound
-    cell says how near; at 4.0 ms of traffic (68%) it is not held, and nothing is said of memory."""
+    """Work binds chain's roofline at 5.9 ms, its traffic 5.6 ms (95%) or 4.75 (80.5%): held to the
+    bar, the bound cell says how near; at 4.7 ms (79.7%) or 4.0 (68%) it is not held, and nothing
+    is said of memory."""
     path = results / "chain" / "cpu" / "bench.json"
     data = json.loads(path.read_text())
     for memory_s, cell, verdict in ((0.0056, "compute (exp), memory at 95% of it", "not chain (58%)"),
+                                    (0.00475, "compute (exp), memory at 81% of it", "not chain (58%)"),
+                                    (0.0047, "compute (exp)", "all"),     # 79.7%: under MEMORY_NEAR
                                     (0.004, "compute (exp)", "all")):
         data["classification"] = {"seconds": 0.0059, "bound": "compute (exp)", "memory_s": memory_s,
                                   "compute_s": 0.0059}
