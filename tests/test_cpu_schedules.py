@@ -555,6 +555,55 @@ def test_a_row_that_streams_its_stores_prefetches_the_next_row_from_its_store_lo
     assert reducing.count("__builtin_prefetch(") == cpu.SPLIT // 16 and "__builtin_prefetch(" not in "".join(stores)
 
 
+def test_an_elementwise_kernel_that_streams_asks_for_its_inputs_ahead_from_its_chunks():
+    """A prefetching elementwise schedule's streamed chunks ask for every contiguous input's lines
+    ahead, one request per 64-byte line of each: in rows up to PREFETCH_ROW the same columns
+    `ap_ahead` rows on (a broadcast row's stride is 0), in longer rows and a rank-1 kernel's one
+    Schedule.prefetch bytes of the inputs on, in whole lines of floats. Nothing else asks, and
+    without `prefetch` nothing does."""
+    chain = kernel_of(spec_of("chain", "def chain(a, b, c):\n    return (a * b + c) * a - b\n",
+                              **{n: {"shape": [4096], "dtype": "float32"} for n in "abc"}))
+    (wide,) = [s for s in cpu.schedules_for(chain) if s.name == "block16k_v16"]
+    assert wide.prefetch == cfamily.PREFETCH_AHEAD
+    reach = cfamily.PREFETCH_AHEAD // 12 // 16 * 16   # 3 float32 inputs: 672 floats each
+    _, chunks, lines = BE.render(chain, wide).split("for (; jc + ")
+    asked = [f"__builtin_prefetch(in{a} + b{a} + jc + {reach + q});" for a in range(3) for q in (0, 16, 32, 48)]
+    assert re.findall(r"__builtin_prefetch\([^;]*;", chunks) == asked and "__builtin_prefetch" not in lines
+    assert "ap_ahead" not in BE.render(chain, wide)   # one row: nothing rows ahead
+    assert "__builtin_prefetch" not in BE.render(chain, replace(wide, prefetch=0))
+    # rows: a float16 input (32 to a line), a float32 one and a weight row broadcast over the rows
+    mixed = kernel_of(spec_of("m", "def m(x, y, w):\n    return x * y + w\n", x={"shape": [4, 64], "dtype": "float16"},
+                              y={"shape": [4, 64], "dtype": "float32"}, w={"shape": [64], "dtype": "float32"}))
+    source = BE.render(mixed, replace(wide, name="m"))
+    _, chunks, _ = source.split("for (; jc + ")
+    far = cfamily.PREFETCH_AHEAD // 10 // 16 * 16
+    rows = [f"__builtin_prefetch(in{a} + b{a} + ap_ahead * strides[{2 * a}] + jc + {q});"
+            for a, step in ((0, 32), (1, 16), (2, 16)) for q in range(0, 64, step)]
+    along = [f"__builtin_prefetch(in{a} + b{a} + jc + {far + q});"
+             for a, step in ((0, 32), (1, 16), (2, 16)) for q in range(0, 64, step)]
+    assert re.findall(r"__builtin_prefetch\([^;]*;", chunks) == rows + along
+    assert f"if (N <= {cfamily.PREFETCH_ROW}) {{" in chunks and "} else {" in chunks
+    assert "ap_row_bytes = N * ((strides[0] != 0) * 2 + (strides[2] != 0) * 4 + (strides[4] != 0) * 4);" in source
+    assert source.index("ap_ahead =") < source.index("#pragma omp parallel")
+
+
+@pytest.mark.parametrize("shape", [[20000], [3, 300], [2, cfamily.PREFETCH_ROW + 700]])
+def test_elementwise_requests_ahead_change_no_bit(shape, tmp_path):
+    """Streaming from the first byte with requests ahead (rows ahead, along a long row, along a
+    rank-1 kernel's one, past the buffers' ends at the last chunks) against the plain stores, a
+    broadcast row among the inputs where there are rows: the same outputs."""
+    rows = len(shape) > 1
+    inputs = {"a": {"shape": shape, "dtype": "float32"}, "b": {"shape": shape[-1:] if rows else shape, "dtype": "float32"}}
+    k = kernel_of(spec_of("c", "def c(a, b):\n    return (a * b + a) * b\n", **inputs))
+    (wide,) = [s for s in cpu.schedules_for(k) if s.name == "block16k_v16"]
+    source = BE.render(k, replace(wide, stream=1))
+    assert source.count("__builtin_prefetch(in") == (16 if rows else 8)
+    kernels = [BE.Kernel(k, library(k, s, tmp_path)) for s in (Schedule("p"), replace(wide, stream=1))]
+    rng = np.random.default_rng(seed_for("reach", *map(str, shape)))
+    xs = [rng.standard_normal(v["shape"]).astype(np.float32) for v in inputs.values()]
+    assert_equal_at_every_shift(k, kernels, xs, tuple(shape))
+
+
 def test_a_streaming_row_asks_for_the_next_rows_first_line_where_that_row_starts_inside_it():
     """The line holding a row's tail and the next row's head is stored plainly: each streamed output
     asks for it a row ahead, tested at run time so that a line the next row streams whole is left
@@ -763,7 +812,7 @@ def test_the_avx512_twin_of_our_scratch_softmax_is_offered_where_the_compiler_ta
 def test_near_twins_differ_from_their_wide_variant_only_in_how_far_ahead_they_fetch():
     """Each prefetching wide variant of a plain row kernel has a `_near` twin asking for
     PREFETCH_NEAR bytes ahead: the same source but for that distance. Kernels calling libm
-    (softmax) and elementwise kernels (which prefetch nothing) get none."""
+    (softmax) and elementwise kernels (whose requests go one distance ahead: reach_ahead) get none."""
     k = kernel_of(MEAN_VAR)
     by_name = {s.name: s for s in cpu.schedules_for(k)}
     twins = [n for n in by_name if n.endswith("_near")]

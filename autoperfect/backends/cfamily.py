@@ -587,8 +587,28 @@ class CRenderer(CFamily):
         be evicted before its turn, and fetching it twice halved a long-row reduction's speed (4 rows
         of 2^24: 16 against 32 GB/s for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
         rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + ap_ahead * {self.stride(a, self.k.rank - 2)} + {j} + {q});"
-                for a in inputs for q in range(0, count, 16)]
+                for a in inputs for q in self.lines_of(a, count)]
         return [f"{indent}if ({when}N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
+
+    def lines_of(self, a: int, count: int) -> range:
+        """The first element of each 64-byte line that `count` elements of input `a` span from a line's start."""
+        return range(0, count, 64 // dtypes.ITEMSIZE[self.k.args[a].dtype])
+
+    def reach_ahead(self, indent: str, inputs: Sequence[int], j: str, count: int) -> list[str]:
+        """An elementwise kernel's requests ahead of columns j..j+count of `inputs`, one per 64-byte
+        line: in rows up to PREFETCH_ROW the same columns `ap_ahead` rows on (`next_row`, which
+        follows each input's row stride, a broadcast row's included), in a longer row (and a rank-1
+        kernel's one) the columns Schedule.prefetch bytes of the inputs further on. A kernel whose
+        arithmetic is heavy waits on memory without them: GELU 4096x1024 read from memory with
+        streaming stores took 1.41-1.45 ms without and 0.86-0.97 with requests 4-8 KB ahead, a
+        cheap chain 0.82 and 0.78-0.79 ms (docs/experiments/2026-12-05j-cpu)."""
+        sizes = sum(dtypes.ITEMSIZE[self.k.args[a].dtype] for a in inputs)
+        reach = max(count, self.s.prefetch // sizes // LINE * LINE)  # whole lines of floats
+        along = [f"{indent}__builtin_prefetch(in{a} + b{a} + {j} + {reach + q});" for a in inputs for q in self.lines_of(a, count)]
+        if self.k.rank == 1:
+            return along
+        rows = self.next_row(indent, inputs, j, count)
+        return [*rows[:-1], f"{indent}}} else {{", *[f"  {line}" for line in along], f"{indent}}}"]
 
     def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
         """`ap_ahead`, how many rows on `next_row` asks for: Schedule.prefetch bytes of `inputs` (those
@@ -763,7 +783,8 @@ class CRenderer(CFamily):
         first where `ahead` names inputs."""
         k = self.k
         lines = [f"{indent}for (; jc + {width} <= {hi}; jc += {width}) {{"]
-        lines += self.next_row(indent + "  ", ahead, "jc", width) if ahead else []
+        fetch = self.reach_ahead if k.kind == "elementwise" else self.next_row
+        lines += fetch(indent + "  ", ahead, "jc", width) if ahead else []
         lines += [f"{indent}  float t{a}[{width}] __attribute__((aligned(64)));" for a in outs]
         buffered = dict(lines_for or {})
         for b in body:
@@ -812,9 +833,12 @@ class CRenderer(CFamily):
                   f"    const int64_t j1 = j0 + {block} < N ? j0 + {block} : N;"]
         lines += self.offsets("    ")
         lines += [f"    {self.assign(i)}" for i in p.row_before]
-        lines += self.store_loop("    ", list(p.final_elem), "j0", "j1")
+        ahead = self.contiguous_inputs(list(p.final_elem)) if self.s.prefetch > 0 else []
+        lines += self.store_loop("    ", list(p.final_elem), "j0", "j1", ahead=ahead)
         lines.append("  }")
-        return self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + self.parallel(lines)
+        prelude = self.ahead_rows(ahead) if any("ap_ahead" in line for line in lines) else []
+        return (self.stream_flag() + [f"  const int64_t nb = (N + {block} - 1) / {block};"] + prelude
+                + self.parallel(lines))
 
     def shifted_sums(self, indent: str, sh: Shifted, rp, prefetch: bool, head: Sequence[str] = ()) -> list[str]:
         """The mean's pass of a shifted spread (shifted_from): beside the row's reductions, the sums
