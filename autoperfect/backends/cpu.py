@@ -129,7 +129,8 @@ def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Sch
     leaves plain rounds as its body; libmvec's would not, see `wide`). Which wins follows the
     machine: SiLU 4096x1024 on an AMD EPYC took 1.53 ms streamed against 1.08-1.16 not
     (docs/experiments/2026-12-04d-cpu), GELU on an Intel Xeon 0.86-0.88x of the plain stores
-    (docs/experiments/2026-12-05i-cpu); the choice rounds decide."""
+    (docs/experiments/2026-12-05i-cpu), and 0.60-0.67x once the streamed chunks asked for the
+    inputs ahead (CRenderer.reach_ahead, docs/experiments/2026-12-05j-cpu); the choice rounds decide."""
     twins = (replace(s, name=f"{s.name}_stream", stream=STREAM_FROM) for s in schedules)
     return tuple(t for t in twins if CpuRenderer(kernel, t).streams())
 
