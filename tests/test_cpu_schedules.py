@@ -229,6 +229,29 @@ def test_streaming_is_tried_by_the_elementwise_stream_variant_and_wide_twins_wit
     assert not any(BE.render(half, s).count("AP_NT_STORE(") for s in cpu.schedules_for(half))
 
 
+def test_an_elementwise_kernels_streamed_chunks_are_vectors_with_our_functions_inlined():
+    """Schedule.vectors in an elementwise kernel: each streamed chunk (of 64, then of a line) is an
+    AVX-512 loop of 16 lanes storing into the chunk's buffer, our tanh inlined, beside the `omp simd`
+    loop for other targets; a kernel with an op that has no vector form here (sigmoid's select)
+    keeps the `omp simd` chunks, and so does a row kernel's final pass. The bits: the streamed
+    twins' test below and tests/test_vmath.py."""
+    gelu = kernel_of(spec_of("g", "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n",
+                             x={"shape": [4, 300], "dtype": "float32"}))
+    s = Schedule("v", own_math=True, lanes=16, stream=cpu.STREAM_FROM, vectors=True)
+    _, chunks, lines = BE.render(gelu, s).split("for (; jc + ")
+    for loop, width in ((chunks, 64), (lines, cfamily.LINE)):
+        vector, scalar = loop.split("#if defined(__AVX512F__)\n")[1].split("#else\n")
+        assert vector.startswith(f"      for (int64_t jv = 0; jv < {width}; jv += 16) {{\n        const int64_t j = jc + jv;\n")
+        assert "ap_tanhf_v16(" in vector and "_mm512_storeu_ps(t1 + jv, " in vector and "ap_tanhf(" not in vector
+        assert "#pragma omp simd" in scalar and "ap_tanhf(" in scalar.split("#endif")[0]
+    assert "static inline __m512 ap_tanhf_v16" in BE.render(gelu, s)
+    assert "_mm512_storeu_ps(t1" not in BE.render(gelu, replace(s, vectors=False))
+    silu = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [4, 300], "dtype": "float32"}))
+    assert "jv" not in BE.render(silu, replace(s, own_math=False))
+    rms = kernel_of(NORM)
+    assert all("jv" not in BE.render(rms, t) for t in cpu.schedules_for(rms))
+
+
 @pytest.mark.parametrize("n", [1, 63, 64, 200, 4099])
 def test_streamed_outputs_equal_plain_ones_at_every_alignment(n, tmp_path):
     """Streaming from the first byte (threshold 1) against the plain kernel, on outputs that start

@@ -224,7 +224,7 @@ class Schedule:
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
     onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
-    vectors: bool = False     # with split: its whole groups as AVX-512 vectors, our functions inlined (CRenderer.vector_groups)
+    vectors: bool = False     # AVX-512 vectors, our functions inlined: a split loop's whole groups (CRenderer.vector_groups), an elementwise kernel's streamed chunks (vector_chunk)
     piped: bool = False       # streaming row kernels: a row's final pass run in the next row's first pass (CRenderer.pipes)
 
 
@@ -790,7 +790,9 @@ class CRenderer(CFamily):
         for b in body:
             if k.body[b].op is Op.STORE and k.body[b].space == "elem":
                 buffered[b] = [f"t{k.body[b].attr('arg')}[j - jc] = {self.name(k.body[b].srcs[0])};"]
-        lines += self.loop(indent + "  ", body, "jc", f"jc + {width}", lines_for=buffered)
+        scalar = self.loop(indent + "  ", body, "jc", f"jc + {width}", lines_for=buffered)
+        vector = self.vector_chunk(indent + "  ", body, width, lines_for)
+        lines += ["#if defined(__AVX512F__)", *vector, "#else", *scalar, "#endif"] if vector else scalar
         for a in outs:
             dest = f"out{a} + r * N + jc"
             stream = f"for (int q = 0; q < {width}; q += AP_NT_WIDTH) AP_NT_STORE({dest} + q, t{a} + q);"
@@ -804,6 +806,30 @@ class CRenderer(CFamily):
                       f"{indent}  }}"]
         lines.append(f"{indent}}}")
         return lines
+
+    def vector_chunk(self, indent: str, body: list[int], width: int,
+                     lines_for: dict[int, list[str]] | None) -> list[str] | None:
+        """With Schedule.vectors, an elementwise kernel's streamed chunk of `width` elements written
+        in AVX-512 vectors into its buffers, for the compiler to take where it targets AVX-512
+        (`#if`): the same statements lane by lane, so the same bits, with our functions inlined
+        (VECTOR16_OWN) where the `omp simd` loop calls their vector entry points. GELU 4096x1024
+        read from memory took 0.84-0.87x the time of the same streamed twin calling ap_tanhf
+        (docs/experiments/2026-12-05j-cpu). None for a row kernel, a width that is no multiple of
+        16, or where an instruction has no vector form here (vector_expr) or is replaced."""
+        if not self.s.vectors or self.k.kind != "elementwise" or width % VECTOR_LANES or lines_for:
+            return None
+        lines = [f"{indent}for (int64_t jv = 0; jv < {width}; jv += {VECTOR_LANES}) {{",
+                 f"{indent}  const int64_t j = jc + jv;"]
+        for i in body:
+            ins = self.k.body[i]
+            if ins.op is Op.STORE and ins.space == "elem":
+                line = f"_mm512_storeu_ps(t{ins.attr('arg')} + jv, {self.name(ins.srcs[0])});"
+            else:
+                line = self.vector_assign(i)
+            if line is None:
+                return None
+            lines.append(f"{indent}  {line}")
+        return lines + [f"{indent}}}"]
 
     def parallel(self, loop: list[str], before: Sequence[str] = (), after: Sequence[str] = ()) -> list[str]:
         """`loop` (a for statement) over the threads. Streaming stores are weakly ordered, so each
