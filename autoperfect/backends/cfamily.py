@@ -813,7 +813,7 @@ class CRenderer(CFamily):
         in AVX-512 vectors into its buffers, for the compiler to take where it targets AVX-512
         (`#if`): the same statements lane by lane, so the same bits, with our functions inlined
         (VECTOR16_OWN) where the `omp simd` loop calls their vector entry points. GELU 4096x1024
-        read from memory took 0.84-0.87x the time of the same streamed twin calling ap_tanhf
+        read from memory took 0.84-0.88x the time of the same streamed twin calling ap_tanhf
         (docs/experiments/2026-12-05j-cpu). None for a row kernel, a width that is no multiple of
         16, or where an instruction has no vector form here (vector_expr) or is replaced."""
         if not self.s.vectors or self.k.kind != "elementwise" or width % VECTOR_LANES or lines_for:

@@ -132,7 +132,7 @@ def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Sch
     (docs/experiments/2026-12-05i-cpu), and 0.60-0.67x once the streamed chunks asked for the
     inputs ahead (CRenderer.reach_ahead, docs/experiments/2026-12-05j-cpu); the choice rounds decide.
     Where the compiler targets AVX-512 their streamed chunks are vectors with our functions inlined
-    (Schedule.vectors, CRenderer.vector_chunk: 0.84-0.87x the time of calling them, the same bits)."""
+    (Schedule.vectors, CRenderer.vector_chunk: 0.84-0.88x the time of calling them, the same bits)."""
     twins = (replace(s, name=f"{s.name}_stream", stream=STREAM_FROM, vectors=s.vectors or avx512()) for s in schedules)
     return tuple(t for t in twins if CpuRenderer(kernel, t).streams())
 
