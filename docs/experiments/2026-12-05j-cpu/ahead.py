@@ -6,6 +6,8 @@ per variant, GB/s of the op's bytes (inputs and output) and the ratio to the fir
 variant's output against the first's where they round alike (same name but the `_nopf` suffix).
 
 OMP_PLACES=cores OMP_PROC_BIND=close python docs/experiments/2026-12-05j-cpu/ahead.py OP [DISTANCE...]
+(FN="x * mx.sigmoid(x)": OP is that function of x, 4096x1024 float32, instead of config.yaml's;
+a twin with our functions inlined also runs without, `_novec`)
 (from the repository root; DISTANCE: further Schedule.prefetch values, bytes, tried beside the
 renderer's, named `_pfBYTES`; REVERSE=1 times them in the reverse order within each round; OFFSET,
 default 8: the outputs' first byte this far past a 64-byte line)"""
@@ -22,7 +24,11 @@ from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
 
 op, distances = sys.argv[1], [int(d) for d in sys.argv[2:]]
-spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
+if os.environ.get("FN"):  # an op of x alone, not in config.yaml
+    spec = parse_op(op, {"fn": f"def {op}(x):\n    return {os.environ['FN']}\n",
+                         "inputs": {"x": {"shape": [4096, 1024], "dtype": "float32"}}})
+else:
+    spec = parse_op(op, yaml.safe_load(open("config.yaml"))["ops"][op])
 (k,) = [k for k in front(spec).kernels if k]
 assert k.kind == "elementwise", f"{op} is a {k.kind} kernel"
 schedules = {}
@@ -31,6 +37,8 @@ for s in cpu.schedules_for(k):
         schedules[s.name] = s
         schedules[f"{s.name}_nopf"] = replace(s, prefetch=0)
         schedules.update({f"{s.name}_pf{d}": replace(s, prefetch=d) for d in distances})
+        if s.vectors:
+            schedules[f"{s.name}_novec"] = replace(s, vectors=False)
 fns = {}
 for name, s in schedules.items():
     build = cpu.build(cpu.render(k, s))
@@ -56,7 +64,7 @@ outs = {n: [[placed(shape) for shape in launch.out_shapes] for _ in range(K)] fo
 calls = {n: [f.numpy_call(x + o, launch) for x, o in zip(ins, outs[n])] for n, f in fns.items()}
 for n in fns:
     calls[n][0]()
-    base = n.split("_nopf")[0].split("_pf")[0]
+    base = n.split("_nopf")[0].split("_pf")[0].split("_novec")[0]
     if base != n:
         assert all(np.array_equal(a, b) for a, b in zip(outs[n][0], outs[base][0])), n
 times, turn = {n: [] for n in fns}, 0
