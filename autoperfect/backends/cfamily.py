@@ -502,6 +502,24 @@ class CRenderer(CFamily):
         value = self.vector_expr(self.k.body[i])
         return f"const __m512 {self.name(i)} = {value};" if value else None
 
+    def vector_statements(self, body: list[int], lines_for: dict[int, list[str]] | None,
+                          vector_for: dict[int, list[str]] | None) -> list[str] | None:
+        """`body`'s statements on `__m512` values (`vector_assign`), `vector_for` standing in for
+        the instructions `lines_for` replaces in the `omp simd` form; None where one has no vector
+        form here or a replaced one none given."""
+        lines_for, vector_for, lines = lines_for or {}, vector_for or {}, []
+        for i in body:
+            if i in lines_for:
+                if i not in vector_for:
+                    return None
+                lines += vector_for[i]
+                continue
+            line = self.vector_assign(i)
+            if line is None:
+                return None
+            lines.append(line)
+        return lines
+
     def vector_groups(self, indent: str, body: list[int], reductions: list[int], hi: str,
                       lines_for: dict[int, list[str]] | None, vector_for: dict[int, list[str]] | None,
                       fetch: list[str], extra: Sequence[tuple[str, str]]) -> list[str] | None:
@@ -517,20 +535,12 @@ class CRenderer(CFamily):
         vector form here (VECTOR_OPERATORS, VECTOR16, a 16-bit or integer value, a strided load),
         a replaced one has no `vector_for`, a reduction keeps a NaN flag, or the split is no
         multiple of 16."""
-        w, k, lines_for, vector_for = self.width(reductions, extra), self.k, lines_for or {}, vector_for or {}
+        w, k = self.width(reductions, extra), self.k
         if not self.s.vectors or w % VECTOR_LANES or any(r in self.flagged for r in reductions):
             return None
-        decls = {}
-        for i in body:
-            if i in lines_for:
-                if i not in vector_for:
-                    return None
-                decls[i] = vector_for[i]
-                continue
-            line = self.vector_assign(i)
-            if line is None:
-                return None
-            decls[i] = [line]
+        decls = self.vector_statements(body, lines_for, vector_for)
+        if decls is None:
+            return None
         blocks = range(w // VECTOR_LANES)
         accs = [(f"p{r}", VECTOR16_REDUCTIONS[k.body[r].op], self.name(k.body[r].srcs[0])) for r in reductions]
         accs += [(f"{acc}p", VECTOR16_REDUCTIONS[Op.SUM], v) for acc, v in extra]
@@ -539,7 +549,7 @@ class CRenderer(CFamily):
         lines += [f"{indent}  for (; jm + {w} <= {hi}; jm += {w}) {{", *[f"  {line}" for line in fetch]]
         for h in blocks:
             lines += [f"{indent}    {{", f"{indent}      const int64_t j = jm + {h * VECTOR_LANES};"]
-            lines += [f"{indent}      {line}" for i in body for line in decls[i]]
+            lines += [f"{indent}      {line}" for line in decls]
             lines += [f"{indent}      {a}v{h} = {step.format(acc=f'{a}v{h}', v=v)};" for a, step, v in accs]
             lines.append(f"{indent}    }}")
         lines.append(f"{indent}  }}")
@@ -581,14 +591,17 @@ class CRenderer(CFamily):
             lines = ["#if defined(__AVX512F__)", *folds, "#else", *lines, "#endif"]
         return lines + [f"{indent}{merge('0', False)}"]
 
-    def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int, when: str = "") -> list[str]:
+    def next_row(self, indent: str, inputs: Sequence[int], j: str, count: int, when: str = "",
+                 longer: Sequence[str] = ()) -> list[str]:
         """Requests for columns j..j+count of the row `ap_ahead` rows on (`ahead_rows`) of each of
         `inputs`, one per 64-byte line, where a row is at most PREFETCH_ROW long: a longer one would
         be evicted before its turn, and fetching it twice halved a long-row reduction's speed (4 rows
-        of 2^24: 16 against 32 GB/s for the read kernel, docs/experiments/2026-12-03c-cpu/long.py)."""
+        of 2^24: 16 against 32 GB/s for the read kernel, docs/experiments/2026-12-03c-cpu/long.py).
+        `longer`: statements for longer rows instead."""
         rows = [f"{indent}  __builtin_prefetch(in{a} + b{a} + ap_ahead * {self.stride(a, self.k.rank - 2)} + {j} + {q});"
                 for a in inputs for q in self.lines_of(a, count)]
-        return [f"{indent}if ({when}N <= {PREFETCH_ROW}) {{", *rows, f"{indent}}}"]
+        otherwise = [f"{indent}}} else {{", *(f"{indent}  {line}" for line in longer)] if longer else []
+        return [f"{indent}if ({when}N <= {PREFETCH_ROW}) {{", *rows, *otherwise, f"{indent}}}"]
 
     def lines_of(self, a: int, count: int) -> range:
         """The first element of each 64-byte line that `count` elements of input `a` span from a line's start."""
@@ -604,11 +617,10 @@ class CRenderer(CFamily):
         cheap chain 0.82 and 0.78-0.79 ms (docs/experiments/2026-12-05j-cpu)."""
         sizes = sum(dtypes.ITEMSIZE[self.k.args[a].dtype] for a in inputs)
         reach = max(count, self.s.prefetch // sizes // LINE * LINE)  # whole lines of floats
-        along = [f"{indent}__builtin_prefetch(in{a} + b{a} + {j} + {reach + q});" for a in inputs for q in self.lines_of(a, count)]
+        along = [f"__builtin_prefetch(in{a} + b{a} + {j} + {reach + q});" for a in inputs for q in self.lines_of(a, count)]
         if self.k.rank == 1:
-            return along
-        rows = self.next_row(indent, inputs, j, count)
-        return [*rows[:-1], f"{indent}}} else {{", *[f"  {line}" for line in along], f"{indent}}}"]
+            return [f"{indent}{line}" for line in along]
+        return self.next_row(indent, inputs, j, count, longer=along)
 
     def ahead_rows(self, inputs: Sequence[int]) -> list[str]:
         """`ap_ahead`, how many rows on `next_row` asks for: Schedule.prefetch bytes of `inputs` (those
@@ -791,7 +803,7 @@ class CRenderer(CFamily):
             if k.body[b].op is Op.STORE and k.body[b].space == "elem":
                 buffered[b] = [f"t{k.body[b].attr('arg')}[j - jc] = {self.name(k.body[b].srcs[0])};"]
         scalar = self.loop(indent + "  ", body, "jc", f"jc + {width}", lines_for=buffered)
-        vector = self.vector_chunk(indent + "  ", body, width, lines_for)
+        vector = self.vector_chunk(indent + "  ", body, width, buffered, outs)
         lines += ["#if defined(__AVX512F__)", *vector, "#else", *scalar, "#endif"] if vector else scalar
         for a in outs:
             dest = f"out{a} + r * N + jc"
@@ -807,29 +819,25 @@ class CRenderer(CFamily):
         lines.append(f"{indent}}}")
         return lines
 
-    def vector_chunk(self, indent: str, body: list[int], width: int,
-                     lines_for: dict[int, list[str]] | None) -> list[str] | None:
+    def vector_chunk(self, indent: str, body: list[int], width: int, buffered: dict[int, list[str]],
+                     outs: list[int]) -> list[str] | None:
         """With Schedule.vectors, an elementwise kernel's streamed chunk of `width` elements written
-        in AVX-512 vectors into its buffers, for the compiler to take where it targets AVX-512
+        in AVX-512 vectors into its buffers (`buffered`: the `omp simd` form's statements, the
+        stores into the buffers among them), for the compiler to take where it targets AVX-512
         (`#if`): the same statements lane by lane, so the same bits, with our functions inlined
         (VECTOR16_OWN) where the `omp simd` loop calls their vector entry points. GELU 4096x1024
         read from memory took 0.84-0.88x the time of the same streamed twin calling ap_tanhf
         (docs/experiments/2026-12-05j-cpu). None for a row kernel, a width that is no multiple of
-        16, or where an instruction has no vector form here (vector_expr) or is replaced."""
-        if not self.s.vectors or self.k.kind != "elementwise" or width % VECTOR_LANES or lines_for:
+        16, or where an instruction has no vector form here (vector_statements)."""
+        if not self.s.vectors or self.k.kind != "elementwise" or width % VECTOR_LANES:
             return None
-        lines = [f"{indent}for (int64_t jv = 0; jv < {width}; jv += {VECTOR_LANES}) {{",
-                 f"{indent}  const int64_t j = jc + jv;"]
-        for i in body:
-            ins = self.k.body[i]
-            if ins.op is Op.STORE and ins.space == "elem":
-                line = f"_mm512_storeu_ps(t{ins.attr('arg')} + jv, {self.name(ins.srcs[0])});"
-            else:
-                line = self.vector_assign(i)
-            if line is None:
-                return None
-            lines.append(f"{indent}  {line}")
-        return lines + [f"{indent}}}"]
+        stores = {b: [f"_mm512_storeu_ps(t{self.k.body[b].attr('arg')} + jv, {self.name(self.k.body[b].srcs[0])});"]
+                  for b in body if self.k.body[b].op is Op.STORE and self.k.body[b].attr("arg") in outs}
+        decls = self.vector_statements(body, buffered, stores)
+        if decls is None:
+            return None
+        return [f"{indent}for (int64_t jv = 0; jv < {width}; jv += {VECTOR_LANES}) {{",
+                f"{indent}  const int64_t j = jc + jv;", *(f"{indent}  {line}" for line in decls), f"{indent}}}"]
 
     def parallel(self, loop: list[str], before: Sequence[str] = (), after: Sequence[str] = ()) -> list[str]:
         """`loop` (a for statement) over the threads. Streaming stores are weakly ordered, so each
