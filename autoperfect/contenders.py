@@ -45,6 +45,7 @@ IN_CACHE_BURST = 16   # back-to-back calls a sample of the kernels in cache aver
 IN_CACHE_ROUNDS = 15  # ... and the samples the median is taken over ...
 IN_CACHE_CHILDREN = 3  # ... in each of this many children, whose figures' median counts (median_child)
 IN_PROCESS_STREAM_REPEATS = 10  # samples of each stream kernel at each size in the op's own process
+DISPATCH_FLOOR = "dispatch_floor"  # the one-element MLX op timed in the rounds (dispatch_floor)
 
 
 def inputs_for(spec: OpSpec):
@@ -306,19 +307,34 @@ def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, rea
     as the contenders take their input sets, in MLX's buffers as the kernel's are (on numpy's huge
     pages they ran 14-25% faster: docs/experiments/2026-12-03b-cpu/mlx_pages.py): the ceiling in
     the state the neighbours leave and on the memory the kernel gets (not contenders: no speedup
-    is taken over them). `host_steal`: the share of the machine's CPU time over the rounds that the
+    is taken over them), and the one-element MLX op of `dispatch_floor` beside them, the least any
+    call through MLX takes in those rounds. `host_steal`: the share of the machine's CPU time over the rounds that the
     host gave other guests (bench.stolen_during)."""
     streams = roofline.stream_calls(kernels, read + written, spans, mlx_ones)
-    timed = {**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}}
+    timed = {**contenders, **{f"stream_{n}": c for n, (c, _) in streams.items()}, DISPATCH_FLOOR: dispatch_floor()}
     samples, stolen = bench.stolen_during(lambda: bench.time_interleaved(timed, warmup, repeats, seed, burst))
     paired = {n: samples.pop(f"stream_{n}") for n in streams}
+    floor = samples.pop(DISPATCH_FLOOR)
     in_rounds = {n: {"median_s": float(np.median(paired[n])), "bytes": moved} for n, (_, moved) in streams.items()}
     kernel = samples.pop("kernel")
     return {"kernel": bench.summarize(kernel, seed),
             "stream_in_rounds": in_rounds_record(in_rounds, read, written, {**paired, "kernel": kernel}, seed),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
-            "host_steal": stolen}
+            "dispatch_floor": bench.summarize(floor, seed), "host_steal": stolen}
+
+
+def dispatch_floor() -> Callable[[], None]:
+    """A one-element MLX op, evaluated: what every call through MLX pays whatever its size (the
+    graph node, the handoff to MLX's stream thread and the wait for it: 34 us a call alone and
+    85-88 us among the benchmark's neighbours, docs/experiments/2026-12-05b-cpu/bursts.py). Timed
+    in the op's rounds beside the stream kernels, a floor under a single call of any native op there,
+    not a contender: no speedup is taken over it."""
+    import mlx.core as mx
+
+    one = mx.ones((1,), dtype=mx.float32)
+    mx.eval(one)
+    return lambda: mx.eval(mx.abs(one))
 
 
 def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,

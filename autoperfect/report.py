@@ -53,6 +53,9 @@ class Timing:
     process_stream_gbps: float | None = None
     # of the machine's CPU time over the rounds, the share the host gave other guests (older files: none)
     host_steal: float | None = None
+    # the one-element MLX op timed in the same rounds, median seconds: the least a call through MLX
+    # takes there (older files: none)
+    dispatch_floor_s: float | None = None
 
     @property
     def gbps(self) -> float:
@@ -150,7 +153,8 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       rounds_shares_ci95=_shares_ci95(section.get("stream_in_rounds")),
                       process_stream_gbps=_stream_gbps(measured.get("roofline_in_process"), "bandwidth_gbps")
                       if condition in ("warm", "steady") else None,
-                      host_steal=_share(section.get("host_steal")))
+                      host_steal=_share(section.get("host_steal")),
+                      dispatch_floor_s=_seconds(section.get("dispatch_floor")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
 
@@ -180,6 +184,12 @@ def _shares_ci95(record: object) -> dict[str, tuple[float, float]] | None:
     found = {key: (float(ci[0]), float(ci[1])) for key, ci in shares.items()
              if isinstance(ci, list) and len(ci) == 2 and all(_is_number(v) and v > 0 for v in ci) and ci[0] <= ci[1]}
     return found or None
+
+
+def _seconds(record: object) -> float | None:
+    """A summary's median in seconds (bench.summarize), or None where it is missing or not positive."""
+    seconds = record.get("median_s") if isinstance(record, dict) else None
+    return float(seconds) if _is_number(seconds) and seconds > 0 else None
 
 
 def _bound(classification: object) -> dict | None:
@@ -432,6 +442,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     short_mix = {"warm": [], "steady": []}   # ... and against its own mix's ceiling in those rounds
     short_own = {"warm": [], "steady": []}   # ... and against the roofline measured in its own process
     behind, over_torch, held, bar_of_mix = [], [], [], []
+    reach = []  # (op, its dispatch floor, the least a single call can take, the bar's time), in seconds
     streams_then = [t.rounds_stream_gbps for _, t in timed if t.rounds_stream_gbps]  # single calls' rounds
     for row, t in timed:
         mix = t.mixed_gbps(ceiling)
@@ -440,6 +451,9 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
         goal_op = held_to_memory(t.bound) and t.bytes_moved >= GOAL_MEMORY_BYTES
         if goal_op and mix is not None:
             bar_of_mix.append(f"{row.op} {_percent(GOAL_STREAM_SHARE * ceiling['bandwidth_gbps'] / mix, below=1.0)}")
+            if t.dispatch_floor_s is not None:
+                reach.append((row.op, t.dispatch_floor_s, t.dispatch_floor_s + t.bytes_moved / (mix * 1e9),
+                              t.bytes_moved / (GOAL_STREAM_SHARE * ceiling["bandwidth_gbps"] * 1e9)))
         cells = {}
         for state in short:
             s = row.timings.get(state)
@@ -480,6 +494,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               *(["  - the bar as a share of what each op's traffic can reach at most (the roofline's ceiling for "
                  "its mix of reads and writes: an op that only reads, the read kernel's): " + ", ".join(bar_of_mix)]
                 if bar_of_mix else []),
+              *_reach_line(reach),
               f"{goal}, steady state: " + (_short_of(short["steady"]) if steady_timed else NONE + " (not measured)"),
               *_own_process_line(goal, short_own, [t.process_stream_gbps for _, t in timed], ceiling["bandwidth_gbps"],
                                  steady_timed),
@@ -504,6 +519,23 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + ("met" if geomean >= GOAL_OVER_TORCH_COMPILE else "not met"))
               + _steady_geomean([row.timings.get("steady") for row, _ in timed]), ""]
     return lines
+
+
+def _reach_line(reach: list[tuple[str, float, float, float]]) -> list[str]:
+    """Which ops' single calls the bar is beyond: the least such a call can take, its traffic at its
+    mix's ceiling from the roofline after MLX's dispatch (the one-element op timed in its rounds),
+    against the time its traffic takes at the bar. Each entry is (op, floor, least, bar) in seconds;
+    none where no bench.json recorded a floor."""
+    if not reach:
+        return []
+    beyond = [f"{op} ({1e3 * least:.3g} ms at the least against {1e3 * bar:.3g} ms)"
+              for op, _, least, bar in reach if least > bar]
+    within = [op for op, _, least, bar in reach if least <= bar]
+    floors = [1e3 * floor for _, floor, _, _ in reach]
+    span = f"{min(floors):.3g}" if f"{min(floors):.3g}" == f"{max(floors):.3g}" else f"{min(floors):.3g}-{max(floors):.3g}"
+    return ["  - the bar within a single call's reach (the least a call can take: its traffic at that ceiling, after "
+            f"MLX's dispatch of a one-element op timed in its rounds, {span} ms): beyond it: "
+            + (", ".join(beyond) if beyond else "none") + "; within it: " + (", ".join(within) if within else "none")]
 
 
 def _own_process_line(goal: str, missed: dict[str, list[str]], gbps: list[float | None], roofline_gbps: float,

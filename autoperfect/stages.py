@@ -184,13 +184,15 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     artifacts.write_json(out, {
         **head, **{k: warm[k] for k in ("kernel", "baselines", "speedup", "variants", "baseline_checks",
                                         "bytes_moved", "bytes_read", "machine", "condition", "dispatch", "compile_s", "scaling",
-                                        "stream_in_rounds", "host_steal", "in_cache", "roofline_in_process")
+                                        "stream_in_rounds", "dispatch_floor", "host_steal", "in_cache",
+                                        "roofline_in_process")
                    if k in warm},
         **_shares(warm["bytes_moved"], warm, ceiling, limit),
         "roofline": {k: ceiling.get(k) for k in ("bandwidth_gbps", "read_gbps", "fma_gflops", "measured_at")},
         "classification": limit, **steady,
         "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
-                                                   "stream_in_rounds", "host_steal") if k in cold}})
+                                                   "stream_in_rounds", "dispatch_floor", "host_steal")
+                                              if k in cold}})
 
 
 def _shares(bytes_moved: int, timed: dict, ceiling: dict, limit: dict) -> dict:

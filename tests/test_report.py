@@ -221,6 +221,40 @@ def test_the_goals_section_checks_the_warm_figures_against_the_cpu_goals(results
     assert "0.90x over 1 ops (goal 1.2x): not met" in section
 
 
+def test_the_bar_is_beyond_a_single_call_whose_dispatch_and_traffic_at_its_ceiling_take_longer(results):
+    """The least a single call can take, MLX's dispatch floor measured in its rounds plus its traffic
+    at its mix's ceiling from the roofline, against the time its traffic takes at 80% of the stream
+    bandwidth: chain's 268 MB take 7.01 ms at 80% of 47.9 GB/s and 6.33 ms at its mix's 42.4 GB/s
+    (reads at 38, writes at what the copy adds), so a floor of 0.5 ms leaves the bar within reach and
+    one of 1 ms puts it beyond; a bench.json without a floor gives no line."""
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    data["bytes_read"] = 3 * 4 * (1 << 24)
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "read_gbps": 38.0, "copy_nt_gbps": 47.9}))
+    moved = 4 * 4 * (1 << 24)
+    mix = report.roofline.mixed_gbps(3 * 4 * (1 << 24), 4 * (1 << 24), {"read_gbps": 38.0, "copy_nt_gbps": 47.9})
+    bar_ms, traffic_ms = 1e3 * moved / (0.8 * 47.9e9), 1e3 * moved / (mix * 1e9)
+    assert traffic_ms < bar_ms - 0.5 and traffic_ms > bar_ms - 1   # the figures the two cases straddle
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "within a single call's reach" not in _build(results)     # no floor recorded
+    data["dispatch_floor"] = _stats(0.0005)
+    data["steady"]["dispatch_floor"] = _stats(0.05)                  # single calls' floor only
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "one-element op timed in its rounds, 0.5 ms): beyond it: none; within it: chain" in _build(results)
+    data["dispatch_floor"] = _stats(0.001)
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert (f"1 ms): beyond it: chain ({traffic_ms + 1:.3g} ms at the least against {bar_ms:.3g} ms); "
+            "within it: none") in _build(results)
+    data["dispatch_floor"] = {"median_s": -1.0}                      # malformed: no line
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "within a single call's reach" not in _build(results)
+    assert report._reach_line([("a", 1e-4, 0.5e-3, 0.6e-3), ("b", 2e-4, 0.7e-3, 0.6e-3)]) == [
+        "  - the bar within a single call's reach (the least a call can take: its traffic at that ceiling, after "
+        "MLX's dispatch of a one-element op timed in its rounds, 0.1-0.2 ms): beyond it: b (0.7 ms at the least "
+        "against 0.6 ms); within it: a"]
+
+
 def test_a_miss_that_whole_percents_would_round_up_to_the_bar_gets_a_decimal():
     assert report._percent(0.797, below=0.8) == "79.7%"
     assert report._percent(0.797, (0.7, 0.9), below=0.8) == "79.7% [70, 90]"

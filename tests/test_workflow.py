@@ -94,6 +94,8 @@ def test_full_run_writes_the_contract(ran):
         assert set(steady["baselines"]) == set(bench["baselines"]) and steady["burst"] % steady["input_sets"] == 0
         for timed in (bench, steady, bench["default_allocator"]):   # the host's share of the rounds' CPU time
             assert timed["host_steal"] is None or 0 <= timed["host_steal"] <= 1
+            # MLX's dispatch of a one-element op in the same rounds, no contender
+            assert timed["dispatch_floor"]["median_s"] > 0 and "dispatch_floor" not in timed["baselines"]
         assert steady["stream_in_rounds_fraction"] == pytest.approx(
             steady["achieved_gbps"] / steady["stream_in_rounds"]["mixed_gbps"])
         # the roofline's stream kernels run again in the op's own process, at the roofline's sizes
