@@ -353,3 +353,53 @@ def test_chained_execute_within_error_bound(shapes):
     assert np.all(np.abs(got - want) <= bound), float(np.max(np.abs(got - want) - bound))
     # and the kernel's result is the canonical graph's, step by step
     assert_within_ulps(got, interp.evaluate(g, [x, w], "native")[0], ULPS, str(shapes))
+
+
+# -- sigmoid_form: 0.5 * x * (1 + tanh(y)) as x / (1 + exp(-2y)) ---------------------------------------
+
+GELU_FORMS = {  # the products and the sum in either order
+    "as in config.yaml": "0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))",
+    "swapped": "(mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)) + 1) * (x * 0.5)",
+}
+
+
+def _kernel(expr: str, shape=(4, 64)) -> KernelIR:
+    from autoperfect.pipeline import front
+    from autoperfect.spec import parse_op
+
+    spec = parse_op("g", {"fn": f"def g(x):\n    return {expr}\n", "inputs": {"x": {"shape": list(shape), "dtype": "float32"}}})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    return k
+
+
+@pytest.mark.parametrize("form", sorted(GELU_FORMS))
+def test_sigmoid_form_computes_the_same_value_with_an_exp_and_a_division(form):
+    """The rewritten kernel (valid IR, the same arguments) has no tanh, one exp and one division,
+    and in float64 gives the user's formula's values where that formula does not cancel (x above
+    -4: within 1e-11 relatively) and, where it does, x e^2y / (1 + e^2y), which does not."""
+    k = _kernel(GELU_FORMS[form])
+    g = kernel_ir.sigmoid_form(k)
+    ops = [i.op for i in g.body]
+    assert Op.TANH not in ops and ops.count(Op.EXP) == 1 and ops.count(Op.DIV) == 1
+    assert g.args == k.args and g.launch == k.launch and g.binds == k.binds
+    x = np.linspace(-4, 8, 4 * 64).reshape(4, 64)
+    want, got = (kernel_ir.execute(v, [x], mode="float64")[0] for v in (k, g))
+    assert np.all(np.abs(got - want) <= 1e-11 * np.abs(want))
+    x = np.linspace(-12, -4, 4 * 64).reshape(4, 64)
+    k32, c32 = (float(np.float32(c)) for c in (0.7978845608028654, 0.044715))  # the kernel's constants
+    e = np.exp(2 * k32 * (x + c32 * x ** 3))
+    got = kernel_ir.execute(g, [x], mode="float64")[0]
+    assert np.all(np.abs(got - x * e / (1 + e)) <= 1e-13 * np.abs(x * e / (1 + e)))
+
+
+def test_sigmoid_form_leaves_other_kernels_alone_and_keeps_values_used_elsewhere():
+    """Nothing to rewrite: the kernel itself. A tanh the kernel also stores stays beside the exp."""
+    for expr in ("x * mx.tanh(x)", "0.5 * x * (2 + mx.tanh(x))", "0.25 * x * (1 + mx.tanh(x))"):
+        k = _kernel(expr)
+        assert kernel_ir.sigmoid_form(k) is k
+    k = _kernel("0.5 * x * (1 + mx.tanh(x)) + mx.tanh(x)")
+    g = kernel_ir.sigmoid_form(k)
+    assert [i.op for i in g.body].count(Op.TANH) == 1 and Op.EXP in [i.op for i in g.body]
+    x = np.linspace(-3, 3, 256).reshape(4, 64)
+    want, got = (kernel_ir.execute(v, [x], mode="float64")[0] for v in (k, g))
+    assert np.allclose(got, want, rtol=1e-12, atol=0)

@@ -83,6 +83,23 @@ def test_every_planted_mutant_is_rejected(name, build_dir):
         assert not verdict["passed"], f"the {m.bug} mutant passed:\n{m.diff}"
 
 
+@pytest.mark.skipif(BE.vmath_object() is None, reason="our vector math does not build here")
+def test_mutants_land_in_the_sigmoid_form_s_statements(build_dir):
+    """A `_sigmoid` source spells kernel_ir.sigmoid_form's body, so the bugs are planted in its
+    statements: every class GELU's tanh form takes, and the division's operands swapped besides;
+    the judge rejects the statements' bugs."""
+    spec, k, _ = small("gelu_tanh")
+    source = BE.render(k, next(s for s in BE.schedules_for(k) if s.name == "apmath_v16_stream_sigmoid"))
+    planted = {m.bug: m for m in plant(k, source) if isinstance(m, Mutant)}
+    assert set(planted) == APPLIES["gelu_tanh"] | {"swapped_operands"}
+    assert "+      const float v13 = (v12 / v0);" in planted["swapped_operands"].diff
+    for bug in ("swapped_operands", "dropped_term", "sign_flip"):
+        built = BE.build(planted[bug].source, build_dir)
+        assert built.ok, built.log
+        verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(), None)
+        assert not verdict["passed"], f"the {bug} mutant passed:\n{planted[bug].diff}"
+
+
 @pytest.mark.skipif(not BE.avx512() or BE.vmath_object() is None, reason="vector groups are AVX-512")
 def test_mutants_reach_the_vector_groups(build_dir):
     """In `apmath_scratch_avx512` a statement is spelled twice, once in the vector groups the

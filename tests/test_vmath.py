@@ -142,7 +142,8 @@ def test_the_vector_functions_table_spells_libms_names():
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_gelu_on_our_tanh_passes_the_judge(dtype, tmp_path, monkeypatch):
-    """GELU's variants on our tanh (`apmath_v16`, its FMA twin and their `_stream` twins), judged as the pipeline judges a
+    """GELU's variants on our tanh (`apmath_v16`, its FMA twin, their `_stream` twins and those twins'
+    `_sigmoid` twins, x / (1 + e^-2y) on our exp), judged as the pipeline judges a
     candidate (the float64 answer key, hidden draws, poisoned outputs, the tanh's ulp probe), at a
     flat and a ragged two-row shape, in each float type (16-bit inputs computed in float32)."""
     monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
@@ -152,6 +153,7 @@ def test_gelu_on_our_tanh_passes_the_judge(dtype, tmp_path, monkeypatch):
         (k,) = [k for k in front(spec).kernels if k is not None]
         ours = [s for s in cpu.schedules_for(k) if s.own_math]
         streamed = ["apmath_v16_stream", "apmath_v16_fma_stream"] if dtype == "float32" else []   # float32 outputs
+        streamed += [f"{n}_sigmoid" for n in streamed]
         assert [s.name for s in ours] == ["apmath_v16", "apmath_v16_fma", *streamed]
         for schedule in ours:
             build = cpu.build(cpu.render(k, schedule), tmp_path)

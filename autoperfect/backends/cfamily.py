@@ -23,7 +23,7 @@ from typing import Sequence
 from .. import dtypes
 from ..interp import const_array
 from ..graph import Node, make_attrs
-from ..kernel_ir import Instr, KernelIR
+from ..kernel_ir import Instr, KernelIR, sigmoid_form
 from ..ops import EXACT, Op
 from .schedule import Shifted, cone, nan_carried, plan, shifted, stash
 
@@ -60,6 +60,9 @@ VECTOR_MATH = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "sinf", "cos
 # the same bits from their scalar and vector forms (libmvec's differ from libm's), within the judge's
 # bounds (our exp is more accurate than libmvec's, our tanh less: 2.57 ulp at worst against 1.37)
 OWN_MATH = {"expf": "ap_expf", "tanhf": "ap_tanhf"}
+
+# Schedule.sigmoid's sources say so: their statements are kernel_ir.sigmoid_form's (mutants.site_for)
+SIGMOID_NOTE = "// 0.5 * x * (1 + tanh(y)) computed as x / (1 + exp(-2 * y)) (kernel_ir.sigmoid_form)"
 
 # Schedule.vectors: a split loop's whole groups written as AVX-512 vectors of 16 floats
 # (CRenderer.vector_groups). These ops' C templates hold for GCC's vector types as they are (its
@@ -226,6 +229,7 @@ class Schedule:
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
     vectors: bool = False     # AVX-512 vectors, our functions inlined: a split loop's whole groups (CRenderer.vector_groups), an elementwise kernel's streamed chunks (vector_chunk)
     piped: bool = False       # streaming row kernels: a row's final pass run in the next row's first pass (CRenderer.pipes)
+    sigmoid: bool = False     # 0.5 * x * (1 + tanh(y)) as x / (1 + exp(-2 * y)) (kernel_ir.sigmoid_form); never in exact kernels
 
 
 class CFamily:
@@ -321,7 +325,9 @@ class CRenderer(CFamily):
     chunk = 64  # elements a streaming loop computes into a buffer before storing them past the cache
 
     def __init__(self, kernel: KernelIR, schedule: Schedule = Schedule()):
-        super().__init__(kernel, schedule)
+        # the rewritten body keeps the kernel's name, which its library is called by
+        self.symbol = kernel.name
+        super().__init__(sigmoid_form(kernel) if schedule.sigmoid else kernel, schedule)
         if schedule.lanes:
             self.simd = f"{self.simd} simdlen({schedule.lanes})"
         if schedule.own_math:
@@ -373,7 +379,7 @@ class CRenderer(CFamily):
     # -- structure ----------------------------------------------------------------------------------
     def header(self) -> list[str]:
         k = self.k
-        lines = [f"{self.function_prefix}void {k.name}(void **bufs, const int64_t *dims, const int64_t *strides) {{"]
+        lines = [f"{self.function_prefix}void {self.symbol}(void **bufs, const int64_t *dims, const int64_t *strides) {{"]
         for a, arg in enumerate(k.args):
             const = "const " if arg.role == "in" else ""
             lines.append(f"  {const}{STORAGE[arg.dtype]} *restrict {'in' if arg.role == 'in' else 'out'}{a} = "
@@ -671,6 +677,8 @@ class CRenderer(CFamily):
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)
+        if self.s.sigmoid:
+            out.append(SIGMOID_NOTE)
         return "\n".join(out + self.header() + body + ["}"]) + "\n"
 
     def contiguous_inputs(self, body: list[int]) -> list[int]:

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import dtypes, native
-from ..kernel_ir import KernelIR, Launch
+from ..kernel_ir import KernelIR, Launch, sigmoid_form
 from ..ops import ULP_BOUND, Op
 from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, VECTOR_MATH, CRenderer,
                       Schedule, called, exact)
@@ -88,7 +88,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory
     (docs/experiments/2026-12-04g-cpu), and that twin a `_piped` one where it pipes (a pass before
     the stash's). The prefetching streaming row variants have `_piped` twins (`piped`): each row's
-    final pass in the next row's first pass."""
+    final pass in the next row's first pass. Where the kernel computes 0.5 * x * (1 + tanh(y))
+    (GELU's tanh form) the `_stream` twins of ours have `_sigmoid` twins (`sigmoid_twins`)."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
@@ -116,6 +117,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     if contractible(kernel) and not exact(kernel):
         found += (fma_twin(found[-1]),)
     found += streamed_twins(kernel, [s for s in found if s.own_math and not s.stash and not s.stream])
+    found += sigmoid_twins(kernel, [s for s in found if s.own_math and s.stream])
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
         found += piped_twins(kernel, [s for s in found if s.prefetch])
@@ -135,6 +137,19 @@ def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Sch
     (Schedule.vectors, CRenderer.vector_chunk: 0.84-0.88x the time of calling them, the same bits)."""
     twins = (replace(s, name=f"{s.name}_stream", stream=STREAM_FROM, vectors=s.vectors or avx512()) for s in schedules)
     return tuple(t for t in twins if CpuRenderer(kernel, t).streams())
+
+
+def sigmoid_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
+    """`_sigmoid` twins of `schedules` where `kernel` computes 0.5 * x * (1 + tanh(y)) (GELU's tanh
+    form): x / (1 + exp(-2 * y)) instead (kernel_ir.sigmoid_form), one exp and a division in place
+    of the tanh. GELU 4096x1024's arithmetic took 0.73-0.76 ms in L2 so against 0.93-0.96
+    (docs/experiments/2026-12-05j-cpu/first.c); the judge holds it to the user's formula's bound
+    like every variant, and in float32 it kept within 0.79 of it with numpy's exp
+    (docs/experiments/2026-12-06-cpu). Only the `_stream` twins of our own functions have one (they
+    store plainly under STREAM_FROM bytes): the choice rounds decide between the forms."""
+    if sigmoid_form(kernel) is kernel:
+        return ()
+    return tuple(replace(s, name=f"{s.name}_sigmoid", sigmoid=True) for s in schedules)
 
 
 def piped_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
