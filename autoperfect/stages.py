@@ -175,8 +175,8 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     warm.update(contenders.median_child([bench.run_condition("warm", "autoperfect.contenders:measure_in_cache",
                                                              {**payload, "chosen": chosen}, timeout)
                                          for _ in range(contenders.IN_CACHE_CHILDREN)]))
-    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(k for k in front(spec).kernels if k), ceiling,
-                           warm["bytes_read"])
+    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(_computed(validation["backend"], spec, warm["variants"])),
+                           ceiling, warm["bytes_read"])
     steady = {}
     if "steady" in warm:
         steady = {"steady": {**warm["steady"], **_shares(warm["bytes_moved"], warm["steady"], ceiling, limit),
@@ -193,6 +193,15 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
         "default_allocator": {k: cold[k] for k in ("kernel", "baselines", "speedup", "condition", "dispatch",
                                                    "stream_in_rounds", "dispatch_floor", "host_steal")
                                               if k in cold}})
+
+
+def _computed(backend: str, spec: OpSpec, variants: dict) -> list[KernelIR]:
+    """The KernelIR each kernel's chosen variant computes (`variants`: bench.json's choice per
+    kernel): a schedule may rewrite the body (cpu.computes: GELU's `_sigmoid` twins compute one exp
+    and a division where the kernel has a tanh), and the roofline's work is what runs."""
+    computes = getattr(backends.get(backend), "computes", lambda k, variant: k)
+    return [computes(k, variants[k.name]["chosen"]) if k.name in variants else k
+            for k in front(spec).kernels if k is not None]
 
 
 def _shares(bytes_moved: int, timed: dict, ceiling: dict, limit: dict) -> dict:

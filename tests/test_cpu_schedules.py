@@ -338,6 +338,20 @@ def test_gelu_s_tanh_form_has_sigmoid_twins_that_keep_the_kernel_s_name_and_pass
     assert not any(s.sigmoid for s in cpu.schedules_for(plain))
 
 
+def test_the_roofline_counts_the_work_the_chosen_variant_computes():
+    """A `_sigmoid` twin computes an exp where the kernel has a tanh (cpu.computes), and the bench
+    stage counts the chosen variants' work (stages._computed): the roofline's compute time is that
+    of what runs, not of a form no variant ran."""
+    from autoperfect import cost, stages
+
+    spec = spec_of("g", GELU, x={"shape": [3, 1000], "dtype": "float32"})
+    k = kernel_of(spec)
+    assert cpu.computes(k, "apmath_v16_stream") is k and cpu.computes(k, "no such variant") is k
+    for chosen, function in (("apmath_v16_stream", "tanh"), ("apmath_v16_fma_stream_sigmoid", "exp")):
+        work = cost.kernel_work(stages._computed("cpu", spec, {k.name: {"chosen": chosen}}))
+        assert work["functions"] == {function: 3000}
+
+
 @pytest.mark.parametrize("n", [1, 63, 200, cfamily.SCRATCH_ROW + 5])
 def test_a_streamed_scratch_softmax_equals_the_stash_in_the_output_at_every_alignment(n, tmp_path):
     """The scratch variant streaming from the first byte against the same wide schedule stashing in
