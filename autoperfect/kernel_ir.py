@@ -301,11 +301,17 @@ def validate(k: KernelIR) -> KernelIR:
 # -- rewrites a schedule may ask for ------------------------------------------------------------------
 
 
+def constant(i: Instr, mode: str = "native", value: Any = None) -> np.ndarray:
+    """Constant instruction `i`'s value (or `value`, a size it stands for) in `i`'s dtype, as the
+    interpreter makes it in `mode`."""
+    return const_array(Node(0, Op.CONST, i.dtype, (), (), make_attrs({"value": i.attr("value") if value is None else value})), mode)
+
+
 def _const_value(i: Instr) -> float | None:
     """A float32 constant's value, or None for any other instruction."""
     if i.op is not Op.CONST or i.dtype != "float32" or i.attr("size") is not None:
         return None
-    return float(const_array(Node(0, Op.CONST, i.dtype, (), (), make_attrs({"value": i.attr("value")})), "native"))
+    return float(constant(i))
 
 
 def _split(body: Sequence[Instr], i: Instr, op: Op, constant: float) -> int | None:
@@ -395,12 +401,7 @@ def execute(k: KernelIR, inputs: Sequence[np.ndarray], launch: Launch | None = N
             vals[i.id] = view.astype(np.float64 if mode == "float64" and i.dtype in dtypes.FLOATS
                                      else view.dtype)
         elif i.op is Op.CONST:
-            if i.attr("size") == "last":
-                value = dims[-1] - i.attr("minus")
-            else:
-                value = i.attr("value")
-            node = Node(0, Op.CONST, i.dtype, (), (), make_attrs({"value": value}))
-            vals[i.id] = const_array(node, mode)
+            vals[i.id] = constant(i, mode, dims[-1] - i.attr("minus") if i.attr("size") == "last" else None)
         elif i.op is Op.STORE:
             outs[i.attr("arg")] = vals[i.srcs[0]]
         else:

@@ -30,11 +30,11 @@ from typing import Callable
 import numpy as np
 
 from . import backends, dtypes, interp, static
-from .backends.cfamily import (CENTRED_TEST, SIGMOID_NOTE, TRUSTED_SPREAD, VECTOR_LOADS, CRenderer, GpuSchedule,
-                               SimtRenderer)
+from .backends.cfamily import (CENTRED_TEST, TRUSTED_SPREAD, VECTOR_LOADS, CRenderer, GpuSchedule, SimtRenderer,
+                               computes)
 from .graph import make_attrs
 from .judge import Settings, draw, run_child, run_isolated, serve
-from .kernel_ir import Instr, KernelIR, sigmoid_form
+from .kernel_ir import Instr, KernelIR
 from .ops import EXACT, REDUCE, Op
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
@@ -166,8 +166,8 @@ class SimtSite(Site):
 
 
 def site_for(backend: str, k: KernelIR, source: str) -> Site:
-    if backend == "cpu":  # a source of Schedule.sigmoid spells the rewritten body's statements
-        return Site(sigmoid_form(k) if SIGMOID_NOTE in source else k, source)
+    if backend == "cpu":
+        return Site(computes(k, source), source)
     if backend == "cuda":
         from .backends.cuda import CudaRenderer
 

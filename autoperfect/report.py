@@ -449,11 +449,11 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
         mixed = NONE if mix is None else f"{100 * t.gbps / mix:.0f}%"
         # held to the stream bar (every condition's bytes_moved is the op's, read once from bench.json)
         goal_op = held_to_memory(t.bound) and t.bytes_moved >= GOAL_MEMORY_BYTES
+        at_goal = t.bytes_moved / (GOAL_STREAM_SHARE * ceiling["bandwidth_gbps"] * 1e9)  # its traffic at the bar
         if goal_op and mix is not None:
             bar_of_mix.append(f"{row.op} {_percent(GOAL_STREAM_SHARE * ceiling['bandwidth_gbps'] / mix, below=1.0)}")
             if t.dispatch_floor_s is not None:
-                reach.append((row.op, t.dispatch_floor_s, t.dispatch_floor_s + t.bytes_moved / (mix * 1e9),
-                              t.bytes_moved / (GOAL_STREAM_SHARE * ceiling["bandwidth_gbps"] * 1e9)))
+                reach.append((row.op, t.dispatch_floor_s, t.dispatch_floor_s + t.bytes_moved / (mix * 1e9), at_goal))
         cells = {}
         for state in short:
             s = row.timings.get(state)
@@ -480,7 +480,6 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
             over_torch.append(t.speedup["torch_compile"]["median"])
         in_cache = NONE
         if row.in_cache_s is not None:
-            at_goal = t.bytes_moved / (GOAL_STREAM_SHARE * ceiling["bandwidth_gbps"] * 1e9)
             if goal_op and row.in_cache_s > at_goal:
                 held.append(f"{row.op} ({1e3 * row.in_cache_s:.3g} ms against {1e3 * at_goal:.3g} ms)")
             in_cache = f"{1e3 * row.in_cache_s:.3g}, {row.in_cache_s * ceiling['bandwidth_gbps'] * 1e9 / t.bytes_moved:.2f}x"
@@ -532,7 +531,7 @@ def _reach_line(reach: list[tuple[str, float, float, float]]) -> list[str]:
               for op, _, least, bar in reach if least > bar]
     within = [op for op, _, least, bar in reach if least <= bar]
     floors = [1e3 * floor for _, floor, _, _ in reach]
-    span = f"{min(floors):.3g}" if f"{min(floors):.3g}" == f"{max(floors):.3g}" else f"{min(floors):.3g}-{max(floors):.3g}"
+    span = _span(min(floors), max(floors), ".3g")
     return ["  - the bar within a single call's reach (the least a call can take: its traffic at that ceiling, after "
             f"MLX's dispatch of a one-element op timed in its rounds, {span} ms): beyond it: "
             + (", ".join(beyond) if beyond else "none") + "; within it: " + (", ".join(within) if within else "none")]
@@ -579,10 +578,16 @@ def _gbps_span(gbps: list[float], of_gbps: float | None = None) -> str:
     of it too ("30.0-40.0 GB/s, 60-80%"); one figure where the range rounds to one."""
     lo, hi = min(gbps), max(gbps)
     one = f"{lo:.1f}" == f"{hi:.1f}"
-    span = f"{lo:.1f} GB/s" if one else f"{lo:.1f}-{hi:.1f} GB/s"
+    span = f"{_span(lo, hi, '.1f')} GB/s"
     if of_gbps:
         span += f", {100 * lo / of_gbps:.0f}%" if one else f", {100 * lo / of_gbps:.0f}-{100 * hi / of_gbps:.0f}%"
     return span
+
+
+def _span(lo: float, hi: float, spec: str) -> str:
+    """"lo-hi" in the format `spec`, or one figure where the two print alike."""
+    low, high = format(lo, spec), format(hi, spec)
+    return low if low == high else f"{low}-{high}"
 
 
 def _percent(share: float | None, interval: tuple[float, float] | None = None, below: float | None = None) -> str:

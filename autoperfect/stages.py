@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import artifacts, backends, bench, contenders, cost, roofline, static
-from .backends.cfamily import Unsupported
+from .backends.cfamily import Unsupported, computes
 from .canon import canonicalize
 from .fuse import Partition, fuse
 from .generate import CHAT_PROVIDERS, Candidate, provider
@@ -175,7 +175,7 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
     warm.update(contenders.median_child([bench.run_condition("warm", "autoperfect.contenders:measure_in_cache",
                                                              {**payload, "chosen": chosen}, timeout)
                                          for _ in range(contenders.IN_CACHE_CHILDREN)]))
-    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(_computed(validation["backend"], spec, warm["variants"])),
+    limit = roofline.bound(warm["bytes_moved"], cost.kernel_work(_computed(validation["backend"], spec, chosen)),
                            ceiling, warm["bytes_read"])
     steady = {}
     if "steady" in warm:
@@ -195,13 +195,16 @@ def bench_stage(spec_json: str, validation_path: str, roofline_path: str, settin
                                               if k in cold}})
 
 
-def _computed(backend: str, spec: OpSpec, variants: dict) -> list[KernelIR]:
-    """The KernelIR each kernel's chosen variant computes (`variants`: bench.json's choice per
-    kernel): a schedule may rewrite the body (cpu.computes: GELU's `_sigmoid` twins compute one exp
-    and a division where the kernel has a tanh), and the roofline's work is what runs."""
-    computes = getattr(backends.get(backend), "computes", lambda k, variant: k)
-    return [computes(k, variants[k.name]["chosen"]) if k.name in variants else k
-            for k in front(spec).kernels if k is not None]
+def _computed(backend: str, spec: OpSpec, chosen: dict[str, str]) -> list[KernelIR]:
+    """The KernelIR each kernel's chosen library computes (`chosen`: kernel -> library), read from
+    the source it was built from (cfamily.computes: GELU's `_sigmoid` twins compute one exp and a
+    division where the kernel has a tanh), so that the roofline's work is what runs."""
+    be = backends.get(backend)
+
+    def source(k: KernelIR) -> str:
+        path = be.source_of(chosen[k.name]) if k.name in chosen else None
+        return path.read_text() if path is not None and path.is_file() else ""
+    return [computes(k, source(k)) for k in front(spec).kernels if k is not None]
 
 
 def _shares(bytes_moved: int, timed: dict, ceiling: dict, limit: dict) -> dict:

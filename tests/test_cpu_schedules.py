@@ -58,6 +58,7 @@ def row_sums(x: np.ndarray, schedule: Schedule, tmp_path) -> np.ndarray:
 
 
 PLAIN = Schedule("plain")
+GELU = "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n"
 COMPENSATED = Schedule("compensated", compensate=cpu.COMPENSATE_FROM)
 
 
@@ -235,7 +236,7 @@ def test_an_elementwise_kernels_streamed_chunks_are_vectors_with_our_functions_i
     loop for other targets; a kernel with an op that has no vector form here (sigmoid's select)
     keeps the `omp simd` chunks, and so does a row kernel's final pass. The bits: the streamed
     twins' test below and tests/test_vmath.py."""
-    gelu = kernel_of(spec_of("g", "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n",
+    gelu = kernel_of(spec_of("g", GELU,
                              x={"shape": [4, 300], "dtype": "float32"}))
     s = Schedule("v", own_math=True, lanes=16, stream=cpu.STREAM_FROM, vectors=True)
     _, chunks, lines = BE.render(gelu, s).split("for (; jc + ")
@@ -297,7 +298,7 @@ def test_our_functions_stream_twins_equal_their_plain_stores_at_every_alignment(
     """GELU on our tanh, streamed from the first byte (`stream=1`) against the same variant's plain
     stores, the `_fma` twin's too: a streamed row's plain head, whose length follows the output's
     address, rounds as the streamed lines do, wherever the output starts."""
-    spec = spec_of("g", "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n",
+    spec = spec_of("g", GELU,
                    x={"shape": shape, "dtype": "float32"})
     k = kernel_of(spec)
     by_name = {s.name: s for s in cpu.schedules_for(k)}
@@ -313,7 +314,6 @@ def test_our_functions_stream_twins_equal_their_plain_stores_at_every_alignment(
         assert_equal_at_every_shift(k, kernels, [x], tuple(shape))
 
 
-GELU = "def g(x):\n    return 0.5 * x * (1 + mx.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))\n"
 
 
 @pytest.mark.skipif(not OURS, reason="our vector math does not build here")
@@ -338,17 +338,19 @@ def test_gelu_s_tanh_form_has_sigmoid_twins_that_keep_the_kernel_s_name_and_pass
     assert not any(s.sigmoid for s in cpu.schedules_for(plain))
 
 
-def test_the_roofline_counts_the_work_the_chosen_variant_computes():
-    """A `_sigmoid` twin computes an exp where the kernel has a tanh (cpu.computes), and the bench
-    stage counts the chosen variants' work (stages._computed): the roofline's compute time is that
-    of what runs, not of a form no variant ran."""
+def test_the_roofline_counts_the_work_the_chosen_variant_computes(tmp_path):
+    """A `_sigmoid` twin's source computes an exp where the kernel has a tanh (cfamily.computes),
+    and the bench stage counts the work of the sources its chosen libraries were built from
+    (stages._computed): the roofline's compute time is that of what runs, not of a form no variant
+    ran."""
     from autoperfect import cost, stages
 
     spec = spec_of("g", GELU, x={"shape": [3, 1000], "dtype": "float32"})
     k = kernel_of(spec)
-    assert cpu.computes(k, "apmath_v16_stream") is k and cpu.computes(k, "no such variant") is k
+    by_name = {s.name: s for s in cpu.schedules_for(k)}
+    assert cfamily.computes(k, BE.render(k, by_name["apmath_v16_stream"])) is k and cfamily.computes(k, "") is k
     for chosen, function in (("apmath_v16_stream", "tanh"), ("apmath_v16_fma_stream_sigmoid", "exp")):
-        work = cost.kernel_work(stages._computed("cpu", spec, {k.name: {"chosen": chosen}}))
+        work = cost.kernel_work(stages._computed("cpu", spec, {k.name: library(k, by_name[chosen], tmp_path)}))
         assert work["functions"] == {function: 3000}
 
 

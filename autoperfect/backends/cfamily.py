@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import dtypes
-from ..interp import const_array
-from ..graph import Node, make_attrs
-from ..kernel_ir import Instr, KernelIR, sigmoid_form
+from ..kernel_ir import Instr, KernelIR, constant, sigmoid_form
 from ..ops import EXACT, Op
 from .schedule import Shifted, cone, nan_carried, plan, shifted, stash
 
@@ -61,8 +59,15 @@ VECTOR_MATH = {"expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "sinf", "cos
 # bounds (our exp is more accurate than libmvec's, our tanh less: 2.57 ulp at worst against 1.37)
 OWN_MATH = {"expf": "ap_expf", "tanhf": "ap_tanhf"}
 
-# Schedule.sigmoid's sources say so: their statements are kernel_ir.sigmoid_form's (mutants.site_for)
+# Schedule.sigmoid's sources say so: their statements are kernel_ir.sigmoid_form's (`computes`)
 SIGMOID_NOTE = "// 0.5 * x * (1 + tanh(y)) computed as x / (1 + exp(-2 * y)) (kernel_ir.sigmoid_form)"
+
+
+def computes(kernel: KernelIR, source: str) -> KernelIR:
+    """The KernelIR a source of `kernel` computes and spells: kernel_ir.sigmoid_form's body where it
+    is a rendering of Schedule.sigmoid (SIGMOID_NOTE), else the kernel's. Bugs are planted in its
+    statements (mutants.site_for) and the roofline's work is counted from it (stages._computed)."""
+    return sigmoid_form(kernel) if SIGMOID_NOTE in source else kernel
 
 # Schedule.vectors: a split loop's whole groups written as AVX-512 vectors of 16 floats
 # (CRenderer.vector_groups). These ops' C templates hold for GCC's vector types as they are (its
@@ -273,8 +278,7 @@ class CFamily:
         if ins.op is Op.CONST:
             if ins.attr("size") == "last":
                 return f"(float)(N - {ins.attr('minus')})"
-            node = Node(0, Op.CONST, ins.dtype, (), (), make_attrs({"value": ins.attr("value")}))
-            value = const_array(node, "native").item()
+            value = constant(ins).item()
             return self.literal(value) if ins.dtype in dtypes.FLOATS else str(int(value))
         if ins.op is Op.CAST:
             src = self.k.body[ins.srcs[0]]

@@ -152,13 +152,6 @@ def sigmoid_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Sche
     return tuple(replace(s, name=f"{s.name}_sigmoid", sigmoid=True) for s in schedules)
 
 
-def computes(kernel: KernelIR, variant: str) -> KernelIR:
-    """The KernelIR variant `variant` of `kernel` computes: kernel_ir.sigmoid_form's body for a
-    `_sigmoid` twin, else the kernel's (the roofline's work is counted from it: cost.kernel_work)."""
-    schedule = next((s for s in schedules_for(kernel) if s.name == variant), None)
-    return sigmoid_form(kernel) if schedule is not None and schedule.sigmoid else kernel
-
-
 def piped_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
     """The `piped` twins of `schedules` that pipe on `kernel` (CRenderer.pipes)."""
     return tuple(t for t in map(piped, schedules) if CpuRenderer(kernel, t).pipes())

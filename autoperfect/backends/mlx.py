@@ -18,9 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..graph import Node, make_attrs
-from ..interp import const_array
-from ..kernel_ir import Instr, KernelIR, Launch
+from ..kernel_ir import Instr, KernelIR, Launch, constant
 from ..ops import Op
 from .cfamily import Schedule, Unsupported
 from .cpu import Build, as_numpy, default_cache_dir
@@ -84,8 +82,7 @@ class MlxRenderer:
         if ins.op is Op.CONST:
             if ins.attr("size") == "last":
                 return f"mx.array(dims[-1] - {ins.attr('minus')}, {self.dtype(ins.dtype)})"
-            node = Node(0, Op.CONST, ins.dtype, (), (), make_attrs({"value": ins.attr("value")}))
-            return f"mx.array({const_array(node, 'native').item()!r}, {self.dtype(ins.dtype)})"
+            return f"mx.array({constant(ins).item()!r}, {self.dtype(ins.dtype)})"
         if ins.op is Op.CAST:
             return f"{v[0]}.astype({self.dtype(ins.dtype)})"
         if ins.op is Op.WHERE:
