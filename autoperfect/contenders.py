@@ -318,7 +318,8 @@ def timed_with_streams(contenders: dict[str, Callable[[], object]], kernels, rea
     in_rounds = {n: {"median_s": float(np.median(paired[n])), "bytes": moved} for n, (_, moved) in streams.items()}
     kernel = samples.pop("kernel")
     return {"kernel": bench.summarize(kernel, seed),
-            "stream_in_rounds": in_rounds_record(in_rounds, read, written, {**paired, "kernel": kernel}, seed),
+            "stream_in_rounds": in_rounds_record(in_rounds, read, written,
+                                                 {**paired, "kernel": kernel, DISPATCH_FLOOR: floor}, seed),
             "baselines": {name: bench.summarize(s, seed) for name, s in samples.items()},
             "speedup": {name: bench.speedup(kernel, s, seed) for name, s in samples.items()},
             "dispatch_floor": bench.summarize(floor, seed), "host_steal": stolen}
@@ -344,7 +345,9 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
     `mixed_gbps`, the ceiling for the op's own mix of reads and writes from the same rounds' read
     and copy figures (roofline.mixed_gbps). With the rounds' `samples` (the stream kernels' and the
     op's, "kernel"), `shares_ci95`: bootstrap 95% intervals of the op's share of each of the two,
-    its rounds resampled whole (bench.paired_intervals)."""
+    its rounds resampled whole (bench.paired_intervals); where they hold the one-element MLX op's
+    too (DISPATCH_FLOOR), `native` as well: the least a native call can take in those rounds (its
+    traffic at its mix's ceiling there, after MLX's dispatch) over the op's time."""
     def figures(seconds: dict[str, float]) -> dict[str, float]:
         return {f"{name}_gbps": r["bytes"] / seconds[name] / 1e9 for name, r in in_rounds.items()}
 
@@ -358,8 +361,10 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
     record = {**ceilings(medians), "kernels": kernels}
     if samples is not None:
         def shares(medians: dict[str, float]) -> dict[str, float]:
-            achieved = (read + written) / medians["kernel"] / 1e9
-            return {key: achieved / gbps for key, gbps in ceilings(medians).items()}
+            achieved, found = (read + written) / medians["kernel"] / 1e9, ceilings(medians)
+            native = {"native": ((read + written) / (found["mixed_gbps"] * 1e9) + medians[DISPATCH_FLOOR])
+                      / medians["kernel"]} if DISPATCH_FLOOR in medians else {}
+            return {**{key: achieved / gbps for key, gbps in found.items()}, **native}
         record["shares_ci95"] = bench.paired_intervals(shares, samples, seed)
     return record
 

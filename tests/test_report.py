@@ -255,6 +255,33 @@ def test_the_bar_is_beyond_a_single_call_whose_dispatch_and_traffic_at_its_ceili
         "against 0.6 ms); within it: a"]
 
 
+def test_the_goals_section_holds_ops_to_the_least_a_native_call_takes_in_their_rounds(results):
+    """The least a native call can take in the op's rounds, its traffic at the mix's ceiling timed
+    there (35 GB/s: 7.67 ms for chain's 268 MB) after the one-element MLX op timed there, over the
+    op's time (9.7 ms single calls, 8.1 steady): a floor of 0.2 ms makes 81%, of 0.05 ms 79.6%, a
+    miss; its interval where bench.json has one; no floor or no ceiling recorded, no verdict of met."""
+    def line():
+        (found,) = [t for t in _build(results).splitlines() if "the least a native call" in t]
+        return found.split("escapes), ", 1)[1]
+
+    data = json.loads((results / "chain" / "cpu" / "bench.json").read_text())
+    data["classification"] = {"seconds": 0.0056, "bound": "memory", "memory_s": 0.0056, "compute_s": 0.001}
+    data["stream_in_rounds"] = {"gbps": 40.0, "mixed_gbps": 35.0, "kernels": {}}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert line() == "single calls: not chain (–); steady state: not chain (–)"   # no floor: no verdict
+    data["dispatch_floor"] = _stats(0.0002)
+    data["steady"].update(dispatch_floor=_stats(0.0001), stream_in_rounds={"gbps": 48.0, "mixed_gbps": 42.0})
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert line() == "single calls: all; steady state: all"   # (7.67 + 0.2) / 9.7 and (6.39 + 0.1) / 8.1
+    data["dispatch_floor"] = _stats(0.00005)
+    data["stream_in_rounds"]["shares_ci95"] = {"native": [0.75, 0.85]}
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert line() == "single calls: not chain (79.6% [75, 85]); steady state: all"
+    del data["stream_in_rounds"]
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert line() == "single calls: not chain (–); steady state: all"
+
+
 def test_a_miss_that_whole_percents_would_round_up_to_the_bar_gets_a_decimal():
     assert report._percent(0.797, below=0.8) == "79.7%"
     assert report._percent(0.797, (0.7, 0.9), below=0.8) == "79.7% [70, 90]"

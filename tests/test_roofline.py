@@ -106,6 +106,15 @@ def test_the_in_round_record_gives_the_ops_shares_with_their_intervals():
     assert lo == pytest.approx(hi) == pytest.approx(40.0 / roofline.mixed_gbps(read, written, {
         f"{name}_gbps": rate[name] for name in rate}))
     assert "shares_ci95" not in in_rounds_record(medians, read, written)
+    assert "native" not in record["shares_ci95"]    # no one-element op timed: no native call's least
+    # with the one-element MLX op's samples: the least a native call can take there over the op's time
+    from autoperfect.contenders import DISPATCH_FLOOR
+
+    record = in_rounds_record(medians, read, written, {**samples, DISPATCH_FLOOR: list(1e-4 * drift)}, seed=4)
+    mixed = roofline.mixed_gbps(read, written, {f"{name}_gbps": rate[name] for name in rate})
+    lo, hi = record["shares_ci95"]["native"]
+    assert lo == pytest.approx(hi) == pytest.approx(((read + written) / (mixed * 1e9) + 1e-4) / ((read + written) / 40e9))
+    assert record["shares_ci95"]["gbps"] == pytest.approx([0.8, 0.8])    # the other two as they were
 
 
 def test_bound_holds_a_reduction_to_the_read_ceiling(measured):
