@@ -362,7 +362,7 @@ def in_rounds_record(in_rounds: dict[str, dict], read: int, written: int,
     if samples is not None:
         def shares(medians: dict[str, float]) -> dict[str, float]:
             achieved, found = (read + written) / medians["kernel"] / 1e9, ceilings(medians)
-            native = {"native": ((read + written) / (found["mixed_gbps"] * 1e9) + medians[DISPATCH_FLOOR])
+            native = {"native": roofline.least_seconds(read + written, found["mixed_gbps"], medians[DISPATCH_FLOOR])
                       / medians["kernel"]} if DISPATCH_FLOOR in medians else {}
             return {**{key: achieved / gbps for key, gbps in found.items()}, **native}
         record["shares_ci95"] = bench.paired_intervals(shares, samples, seed)

@@ -314,13 +314,13 @@ def _const_value(i: Instr) -> float | None:
     return float(constant(i))
 
 
-def _split(body: Sequence[Instr], i: Instr, op: Op, constant: float) -> int | None:
-    """The other operand of `i` where `i` is `op` of the float32 constant `constant` and it (either
+def _split(body: Sequence[Instr], i: Instr, op: Op, value: float) -> int | None:
+    """The other operand of `i` where `i` is `op` of a float32 constant of `value` and it (either
     order), else None."""
     if i.op is not op or i.dtype != "float32":
         return None
     a, b = i.srcs
-    return b if _const_value(body[a]) == constant else a if _const_value(body[b]) == constant else None
+    return b if _const_value(body[a]) == value else a if _const_value(body[b]) == value else None
 
 
 def _gate(body: Sequence[Instr], i: Instr) -> tuple[int, int] | None:

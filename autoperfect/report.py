@@ -68,7 +68,7 @@ class Timing:
         escapes), over the kernel's time (None where bench.json has either missing)."""
         if self.stream_gbps is None or self.dispatch_floor_s is None:
             return None
-        return (self.dispatch_floor_s + self.bytes_moved / (self.stream_gbps * 1e9)) / self.kernel["median_s"]
+        return roofline.least_seconds(self.bytes_moved, self.stream_gbps, self.dispatch_floor_s) / self.kernel["median_s"]
 
     def mixed_gbps(self, ceiling: dict) -> float | None:
         """The roofline's ceiling for this op's mix of reads and writes (None where bench.json
@@ -464,7 +464,8 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
         if goal_op and mix is not None:
             bar_of_mix.append(f"{row.op} {_percent(GOAL_STREAM_SHARE * ceiling['bandwidth_gbps'] / mix, below=1.0)}")
             if t.dispatch_floor_s is not None:
-                reach.append((row.op, t.dispatch_floor_s, t.dispatch_floor_s + t.bytes_moved / (mix * 1e9), at_goal))
+                reach.append((row.op, t.dispatch_floor_s, roofline.least_seconds(t.bytes_moved, mix, t.dispatch_floor_s),
+                              at_goal))
         cells = {}
         for state in short:
             s = row.timings.get(state)

@@ -533,6 +533,12 @@ def mixed_gbps(read_bytes: int, written_bytes: int, figures: dict) -> float:
     return (read_bytes + written_bytes) / (read_bytes * per_read + written_bytes * per_write)
 
 
+def least_seconds(bytes_moved: int, gbps: float, floor_s: float) -> float:
+    """The least a call moving `bytes_moved` can take: its bytes at a ceiling of `gbps` after a fixed
+    cost of `floor_s` (a native op's: MLX's dispatch, contenders.dispatch_floor)."""
+    return floor_s + bytes_moved / (gbps * 1e9)
+
+
 def measure_fma(kernels: Kernels, seconds: float, repeats: int) -> dict:
     """FMA peak in GFLOP/s (an FMA counts 2), from runs of at least `seconds` each."""
     threads = ctypes.c_int(0)
