@@ -1,24 +1,12 @@
 /* GELU's _sigmoid body over 64K floats in the L2, one thread: x / (1 + e) by vdivps against a
    reciprocal estimate, a Newton step and a correction (rcp14, 2 FMAs, a product, 2 FMAs).
-   gcc -O3 -march=native -ffp-contract=fast divb.c -o divb -lm && ./divb */
+   gcc -O3 -march=native -ffp-contract=fast divb.c -o divb -lm && ./divb (from this folder) */
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <math.h>
-static inline __m512 ap_expf_v16(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0x1.715476p+0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.05c61p-29f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e43p-1f), x));
-  __m512 p = _mm512_set1_ps(0x1.687c22p-10f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.123b8ep-7f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555b58p-5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.55548ep-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.fffff8p-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+#include "../../../autoperfect/backends/vmath_avx512.h"  /* the kernels' own ap_expf_v16 */
 static inline __m512 fdiv(__m512 a, __m512 b) {
   __m512 y = _mm512_rcp14_ps(b);
   __m512 e = _mm512_fnmadd_ps(b, y, _mm512_set1_ps(1.0f));
