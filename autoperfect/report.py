@@ -53,6 +53,8 @@ class Timing:
     process_stream_gbps: float | None = None
     # of the machine's CPU time over the rounds, the share the host gave other guests (older files: none)
     host_steal: float | None = None
+    # the shares of rounds timed again for the host's steal and set aside (contenders.timed_with_streams)
+    host_steal_retaken: tuple[float, ...] = ()
     # the one-element MLX op timed in the same rounds, median seconds: the least a call through MLX
     # takes there (older files: none)
     dispatch_floor_s: float | None = None
@@ -163,6 +165,7 @@ def _timing(measured: dict, condition: str) -> Timing | str:
                       process_stream_gbps=_stream_gbps(measured.get("roofline_in_process"), "bandwidth_gbps")
                       if condition in ("warm", "steady") else None,
                       host_steal=_share(section.get("host_steal")),
+                      host_steal_retaken=_retaken(section.get("host_steal_retaken")),
                       dispatch_floor_s=_seconds(section.get("dispatch_floor")))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"bench.json malformed ({type(err).__name__}: {err})"
@@ -182,6 +185,11 @@ def _stream_gbps(record: object, key: str = "mixed_gbps") -> float | None:
 def _share(value: object) -> float | None:
     """A recorded share (0 to 1), or None where it is missing or not one."""
     return float(value) if _is_number(value) and 0 <= value <= 1 else None
+
+
+def _retaken(value: object) -> tuple[float, ...]:
+    """The recorded shares of steal of rounds set aside (a list of shares), those well formed."""
+    return tuple(share for share in map(_share, value) if share is not None) if isinstance(value, list) else ()
 
 
 def _shares_ci95(record: object) -> dict[str, tuple[float, float]] | None:
@@ -515,7 +523,8 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + _short_of(short_then["warm"])
               + (f"; steady state: {_short_of(short_then['steady'])}" if steady_timed else ""),
               *_streams_then_line(streams_then, ceiling["bandwidth_gbps"]),
-              *_steal_line([(row.op, t.host_steal) for row, t in timed], _share(ceiling.get("host_steal"))),
+              *_steal_line([(row.op, t.host_steal, t.host_steal_retaken) for row, t in timed],
+                           _share(ceiling.get("host_steal"))),
               "  - against the ceiling for its own mix of reads and writes in those rounds (an op that only reads "
               "held to the read kernel), single calls: " + _short_of(short_mix["warm"])
               + (f"; steady state: {_short_of(short_mix['steady'])}" if steady_timed else ""),
@@ -576,11 +585,14 @@ def _streams_then_line(gbps: list[float], roofline_gbps: float) -> list[str]:
             f"of the roofline's {roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
 
 
-def _steal_line(stolen: list[tuple[str, float | None]], roofline_steal: float | None) -> list[str]:
+def _steal_line(stolen: list[tuple[str, float | None, tuple[float, ...]]], roofline_steal: float | None) -> list[str]:
     """The share of the CPU time the host gave other guests (steal) while each op's single calls
-    were timed, and while the roofline's streams ran: where it is high, the VM's neighbours took
-    that op's moment (none where nothing recorded it)."""
-    found = [f"{op} {100 * share:.1f}%" for op, share in stolen if share is not None]
+    were timed, with the shares of the rounds timed again for it and set aside, and while the
+    roofline's streams ran: where it is high, the VM's neighbours took that op's moment (none where
+    nothing recorded it)."""
+    found = [f"{op} {100 * share:.1f}%" + (f" (rounds at {', '.join(f'{100 * r:.1f}%' for r in retaken)} "
+                                          "timed again and set aside)" if retaken else "")
+             for op, share, retaken in stolen if share is not None]
     if not found and roofline_steal is None:
         return []
     line = "  - CPU time the host gave other guests (steal) while each op's single calls were timed: "

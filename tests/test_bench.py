@@ -145,6 +145,23 @@ def test_stolen_share_is_the_hosts_part_of_the_cpu_time_between_two_readings(tmp
         assert now is not None and len(now) == 8
 
 
+@pytest.mark.parametrize("shares, kept, retaken, runs", [
+    ([0.01], 0.01, [], 1),                       # the host took little: timed once
+    ([0.2, 0.03], 0.03, [0.2], 2),               # retaken until at most the limit
+    ([0.2, 0.3, 0.1, 0.0], 0.1, [0.2, 0.3], 3),  # at most twice more: the least of the three kept
+    ([None], None, [], 1),                       # no /proc/stat: nothing to decide on
+])
+def test_rounds_the_host_took_cpu_time_from_are_timed_again(monkeypatch, shares, kept, retaken, runs):
+    """least_stolen runs the work again while the host's share is above the limit, at most twice
+    more, and keeps the run with the least share, whatever its result; the others' shares returned."""
+    told = iter(shares)
+    calls = []
+    monkeypatch.setattr(bench, "stolen_during", lambda work: (work(), next(told)))
+    result, share, set_aside = bench.least_stolen(lambda: calls.append(len(calls)) or len(calls), 0.05, 2)
+    assert (share, set_aside, len(calls)) == (kept, retaken, runs)
+    assert result == shares.index(kept) + 1  # the kept run's own result, not the last or the fastest
+
+
 def test_machine_names_cpu_cores_and_versions():
     info = bench.machine()
     assert info["cores"] == os.cpu_count()

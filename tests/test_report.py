@@ -291,9 +291,9 @@ def test_a_miss_that_whole_percents_would_round_up_to_the_bar_gets_a_decimal():
 
 
 def test_the_goals_section_says_how_much_cpu_time_the_host_took(results):
-    """The steal share bench.json records for an op's single-call rounds, and roofline.json for its
-    streams, is printed beside the verdicts; none recorded (older files), or a value that is no
-    share, prints no line."""
+    """The steal share bench.json records for an op's single-call rounds, with those of the rounds
+    timed again for it and set aside, and roofline.json's for its streams, is printed beside the
+    verdicts; none recorded (older files), or a value that is no share, prints no line."""
     def goals():
         return _build(results).split("## The CPU goals", 1)[1].split("\n## ", 1)[0]
 
@@ -306,7 +306,10 @@ def test_the_goals_section_says_how_much_cpu_time_the_host_took(results):
     (results / "roofline.json").write_text(json.dumps({
         **json.loads((results / "roofline.json").read_text()), "host_steal": 0.005}))
     assert "timed: chain 12.4%; while the roofline's streams ran: 0.5%" in goals()
-    data["host_steal"] = 7
+    data["host_steal_retaken"] = [0.204, 0.13]
+    (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
+    assert "timed: chain 12.4% (rounds at 20.4%, 13.0% timed again and set aside); while" in goals()
+    data["host_steal"], data["host_steal_retaken"] = 7, "bad"
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     assert "timed: –; while the roofline's streams ran: 0.5%" in goals()
 
