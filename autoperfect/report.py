@@ -524,7 +524,7 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
               + (f"; steady state: {_short_of(short_then['steady'])}" if steady_timed else ""),
               *_streams_then_line(streams_then, ceiling["bandwidth_gbps"]),
               *_steal_line([(row.op, t.host_steal, t.host_steal_retaken) for row, t in timed],
-                           _share(ceiling.get("host_steal"))),
+                           _share(ceiling.get("host_steal")), _retaken(ceiling.get("host_steal_retaken"))),
               "  - against the ceiling for its own mix of reads and writes in those rounds (an op that only reads "
               "held to the read kernel), single calls: " + _short_of(short_mix["warm"])
               + (f"; steady state: {_short_of(short_mix['steady'])}" if steady_timed else ""),
@@ -585,21 +585,26 @@ def _streams_then_line(gbps: list[float], roofline_gbps: float) -> list[str]:
             f"of the roofline's {roofline_gbps:.1f} GB/s (the best copy or triad beside each op)"]
 
 
-def _steal_line(stolen: list[tuple[str, float | None, tuple[float, ...]]], roofline_steal: float | None) -> list[str]:
+def _steal_line(stolen: list[tuple[str, float | None, tuple[float, ...]]], roofline_steal: float | None,
+                roofline_retaken: tuple[float, ...] = ()) -> list[str]:
     """The share of the CPU time the host gave other guests (steal) while each op's single calls
-    were timed, with the shares of the rounds timed again for it and set aside, and while the
-    roofline's streams ran: where it is high, the VM's neighbours took that op's moment (none where
-    nothing recorded it)."""
-    found = [f"{op} {100 * share:.1f}%" + (f" (rounds at {', '.join(f'{100 * r:.1f}%' for r in retaken)} "
-                                          "timed again and set aside)" if retaken else "")
-             for op, share, retaken in stolen if share is not None]
+    were timed, and while the roofline's streams ran, each with the shares of the rounds timed again
+    for it and set aside (_stolen): where it is high, the VM's neighbours took that op's moment (none
+    where nothing recorded it)."""
+    found = [f"{op} {_stolen(share, retaken)}" for op, share, retaken in stolen if share is not None]
     if not found and roofline_steal is None:
         return []
     line = "  - CPU time the host gave other guests (steal) while each op's single calls were timed: "
     line += ", ".join(found) if found else NONE
     if roofline_steal is not None:
-        line += f"; while the roofline's streams ran: {100 * roofline_steal:.1f}%"
+        line += f"; while the roofline's streams ran: {_stolen(roofline_steal, roofline_retaken)}"
     return [line]
+
+
+def _stolen(share: float, retaken: tuple[float, ...]) -> str:
+    """A steal share as a percentage, and those of the rounds timed again for it and set aside."""
+    aside = f" (rounds at {', '.join(f'{100 * r:.1f}%' for r in retaken)} timed again and set aside)" if retaken else ""
+    return f"{100 * share:.1f}%{aside}"
 
 
 def _gbps_span(gbps: list[float], of_gbps: float | None = None) -> str:

@@ -309,6 +309,9 @@ def test_the_goals_section_says_how_much_cpu_time_the_host_took(results):
     data["host_steal_retaken"] = [0.204, 0.13]
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     assert "timed: chain 12.4% (rounds at 20.4%, 13.0% timed again and set aside); while" in goals()
+    (results / "roofline.json").write_text(json.dumps({
+        **json.loads((results / "roofline.json").read_text()), "host_steal_retaken": [0.09]}))
+    assert "while the roofline's streams ran: 0.5% (rounds at 9.0% timed again and set aside)" in goals()
     data["host_steal"], data["host_steal_retaken"] = 7, "bad"
     (results / "chain" / "cpu" / "bench.json").write_text(json.dumps(data))
     assert "timed: –; while the roofline's streams ran: 0.5%" in goals()

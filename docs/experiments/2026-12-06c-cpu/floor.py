@@ -8,5 +8,3 @@ for gap in (0, 0.002, 0.02):
         if gap: time.sleep(gap)
         t=time.perf_counter(); b = a + 1; mx.eval(b); ts.append(time.perf_counter()-t)
     print(f"gap {gap*1e3:5.1f} ms: one-element add median {np.median(ts)*1e6:.1f} us min {np.min(ts)*1e6:.1f}")
-import threading
-print("threads", threading.active_count())
