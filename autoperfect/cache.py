@@ -28,6 +28,7 @@ from pathlib import Path
 from . import artifacts, backends, bench
 from .kernel_ir import KernelIR
 from .provenance import stage_hash
+from .schedule_model import Timed
 
 FORMAT = 1
 # The code a verdict depends on: rendering and building (generate.compiler imports the backends),
@@ -193,7 +194,10 @@ class Cache:
     def timings(self, kernel: str, backend: str) -> list[dict]:
         """[{"dims": launch dims, "median_s": {variant: seconds}}] recorded for `kernel` on `backend`
         (this compiler version), in no particular order; [] where none is, or the index is unreadable."""
-        return [t for t in self._launches(self.timings_path(kernel, backend)).values()
+        return self._records(self.timings_path(kernel, backend))
+
+    def _records(self, path: Path) -> list[dict]:
+        return [t for t in self._launches(path).values()
                 if isinstance(t, dict) and isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
 
     def _launches(self, path: Path) -> dict:
@@ -212,7 +216,21 @@ class Cache:
         path = self.timings_path(kernel.name, key.backend)
         known = self._launches(path)
         known[key.digest()] = {"dims": list(kernel.launch.dims), "median_s": dict(medians)}
-        artifacts.write_json(path, {"kernel": kernel.name, "launches": known})
+        artifacts.write_json(path, {"kernel": kernel.name, "ir": kernel.to_json(), "launches": known})
+
+    def timed(self, backend: str) -> list[Timed]:
+        """Every kernel's recorded launches on `backend` (this compiler version) with the kernel's IR:
+        what autoperfect.schedule_model learns from. An index that is unreadable or written before it
+        kept the IR is skipped."""
+        found = []
+        for path in sorted((self.current_dir(backend) / "timings").glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                kernel = KernelIR.from_json(data["ir"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+            found += [Timed(kernel, tuple(t["dims"]), t["median_s"]) for t in self._records(path)]
+        return found
 
     # -- recorded races --------------------------------------------------------------------------
     # The runtime's race of a plan against the function's own MLX ops (runtime.Jit._race), by a digest

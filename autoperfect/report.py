@@ -986,6 +986,41 @@ def choice_section(rows: list[Row]) -> list[str]:
     return lines + [""]
 
 
+def schedule_model_section(results_dir: str) -> list[str]:
+    """The learned schedule model scored on this run's variant medians (results/schedule_model.json):
+    each kernel ranked by a model fitted on the others, as the runtime ranks a kernel nobody timed."""
+    lines = ["## Schedule model: ranking a kernel's variants before timing them", ""]
+    data, problem = read_json(os.path.join(results_dir, "schedule_model.json"))
+    if data is None:
+        return lines + [f"Not measured ({problem}; the pipeline's `schedule_model` rule writes it).", ""]
+    top = data["top"]
+    for backend, b in sorted(data["backends"].items()):
+        s = b["summary"]
+        if not s["launches"]:
+            lines += [f"{backend}: nothing to score: a kernel with more than {top} variants timed, and "
+                      f"{data['min_kernels']} others with several, are needed.", ""]
+            continue
+        lines += [f"{backend}: each kernel's variants ranked by a ridge model of the schedule knobs fitted on "
+                  f"the other kernels' medians in this run (leave one out; autoperfect.schedule_model). The "
+                  f"runtime gates and times the first {top} so ranked of a kernel never timed before, the "
+                  f"rest only if none of them passes. The fastest was among them in {s['fastest_in_top']} of "
+                  f"{s['launches']} kernels with more than {top}; gating only them would have cost {s['mean_regret']:.1%} on "
+                  f"average (worst {s['worst_regret']:.1%}) over the fastest, against "
+                  f"{s['mean_random_pair_regret']:.1%} for a pair chosen at random; rank correlation with "
+                  f"the measured order {s['mean_spearman']:.2f} on average.", "",
+                  _table_row(["op", "kernel", "fastest measured", f"the model's first {top}", "cost of gating only them"]),
+                  _table_row(["---"] * 5)]
+        for r in b["launches"]:
+            lines.append(_table_row([r.get("op", NONE), r["kernel"], r["fastest"], ", ".join(r["order"][:top]),
+                                     f"{r['regret']:.1%}"]))
+        weights = (b.get("model") or {}).get("largest_weights") or []
+        if weights:
+            lines += ["", "Largest weights of the model fitted on every kernel (on the log of the time; below "
+                      "zero: faster): " + ", ".join(f"{k} {v:+.3f}" for k, v in weights) + "."]
+        lines.append("")
+    return lines
+
+
 def gpu_section(results_dir: str) -> list[str]:
     """The GPU run's figures (autoperfect.gpu_bench, e.g. on the lent H200: results/h200), when the
     run's summary is there; docs/gpu-h200.md keeps the last one measured."""
@@ -1063,6 +1098,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
             + "\n".join(runtime_section(results_dir)) + "\n"
             + "\n".join(summation_section(results_dir)) + "\n"
             + "\n".join(choice_section(rows)) + "\n"
+            + "\n".join(schedule_model_section(results_dir)) + "\n"
             + "\n".join(mutants_section(results_dir, ops, backends)) + "\n"
             + "\n".join(gpu_section(results_dir)) + "\n")
     artifacts.write_text(out_md, text)

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import backends, bench, contenders, judge, static
+from . import backends, bench, contenders, judge, schedule_model, static
 from .backends.cfamily import Unsupported
 from .cache import Cache, chip, key_for
 from .canon import canonicalize
@@ -390,6 +390,17 @@ def timing(be) -> tuple[int, int]:
 
 
 RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A kernel's variants in the order they are gated: the `first` of them, and the rest only
+    where none of those passes; `by` says what ranked them (an entry's "not gated" reasons) and
+    `record` is the entry's `ranked_by`."""
+    order: list[str]
+    first: int
+    by: str
+    record: dict
 NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
 
 
@@ -594,15 +605,15 @@ class Jit:
             else:
                 why = build.log.strip()[-300:] if build is not None else checked.reason
                 verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
-        timed_before = self.cache.timings(k.name, self.backend)
-        order, near = rank(list(built), timed_before, k.launch.dims) or (list(built), None)
+        ranking = self._ranking(k, list(built))
+        order = ranking.order if ranking else list(built)
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
         launches = [kern.launch for g in graphs for kern in front_of(g).kernels
                     if kern is not None and kern.name == k.name] if prepare else []
         lap("compile")
-        # with timings of this kernel at another launch, the RANKED variants fastest there are gated
-        # (and timed) first, the others only if none of those passes
-        for group in (order[:RANKED], order[RANKED:]) if near else (order,):
+        # where the variants are ranked, the first few are gated (and timed) first, the others only
+        # if none of those passes
+        for group in (order[:ranking.first], order[ranking.first:]) if ranking else (order,):
             if group and not any(d["passed"] for d in verdicts.values()):
                 if prepare:
                     prepare(k, [built[v] for v in group], launches)
@@ -615,10 +626,9 @@ class Jit:
         source = {c.variant: c.source for c in candidates}
         summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
                    for v, d in verdicts.items()}
-        if near:
-            at = "x".join(map(str, near["dims"]))
-            summary.update({v: {"gated": False, "reason": f"not gated: ranked below {', '.join(order[:RANKED])} "
-                                f"by the medians timed at {at}"} for v in built if v not in verdicts})
+        if ranking:
+            summary.update({v: {"gated": False, "reason": f"not gated: ranked below "
+                                f"{', '.join(order[:ranking.first])} {ranking.by}"} for v in built if v not in verdicts})
         if not passed:
             variant = candidates[0].variant
             verdict = verdicts[variant]
@@ -627,7 +637,7 @@ class Jit:
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {},
-                  **({"ranked_by": {"dims": near["dims"], "order": order}} if near else {})}
+                  **({"ranked_by": {**ranking.record, "order": order}} if ranking else {})}
         if len(passed) > 1:
             # the variants are verified now: time them here, on the caller's arrays
             rounds, queued = timing(be)
@@ -641,6 +651,25 @@ class Jit:
                                  "runtime")
         lap("choose")
         return entry, ""
+
+    def _ranking(self, k, variants: list[str]) -> Ranking | None:
+        """The order to gate `k`'s built variants in: by this kernel's medians at the nearest launch
+        timed before (`rank`), else, for a kernel never timed nearby, by the schedule model fitted on
+        the other kernels' timings in this cache (schedule_model); None where neither ranks them
+        (every variant is gated)."""
+        near = rank(variants, self.cache.timings(k.name, self.backend), k.launch.dims)
+        if near:
+            order, record = near
+            return Ranking(order, RANKED, f"by the medians timed at {'x'.join(map(str, record['dims']))}",
+                           {"dims": record["dims"]})
+        if len(variants) <= schedule_model.TOP:
+            return None
+        model = schedule_model.fit(self.backend, self.cache.timed(self.backend))
+        order = model.rank(k, variants) if model is not None else None
+        if order is None:
+            return None
+        return Ranking(order, schedule_model.TOP, f"by the schedule model fitted on {len(model.kernels)} "
+                       f"kernels' timings", {"model": {f: getattr(model, f) for f in ("kernels", "launches", "timings")}})
 
     def _plan(self, f: Front, found: dict, why: dict, structure: str) -> Plan:
         be = backends.get(self.backend)

@@ -11,7 +11,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import artifacts, backends, bench, contenders, cost, roofline, static
+from . import artifacts, backends, bench, contenders, cost, roofline, schedule_model, static
 from .backends.cfamily import Unsupported, computes
 from .canon import canonicalize
 from .fuse import Partition, fuse
@@ -222,6 +222,31 @@ def _shares(bytes_moved: int, timed: dict, ceiling: dict, limit: dict) -> dict:
         # against the stream kernels timed in the kernel's own rounds (the same cache state), for
         # the op's mix
         "stream_in_rounds_fraction": achieved / timed["stream_in_rounds"]["mixed_gbps"]}
+
+
+def schedule_model_stage(ops: list[str], backends_: list[str], results_dir: str, out: str) -> None:
+    """The learned schedule model scored on this run's benchmarks: each kernel's variants ranked by a
+    model fitted on the other kernels' medians (schedule_model.leave_one_out), and the model fitted
+    on all of them, per backend. A kernel that failed validation, or was timed alone, is left out."""
+    found = {}
+    for backend in backends_:
+        timed, op_of = [], {}
+        for op in ops:
+            where = Path(results_dir) / op
+            if not artifacts.read_json(str(where / backend / "validation.json"))["passed"]:
+                continue
+            kernels = {k.name: k for k in load_kernels(str(where / "kernels.json"))}
+            for name, c in artifacts.read_json(str(where / backend / "bench.json")).get("variants", {}).items():
+                if len(c.get("median_s", {})) > 1 and name in kernels:
+                    timed.append(schedule_model.Timed(kernels[name], kernels[name].launch.dims, c["median_s"]))
+                    op_of[name] = op
+        model = schedule_model.fit(backend, timed)
+        scored = schedule_model.leave_one_out(backend, timed)
+        for row in scored["launches"]:
+            row["op"] = op_of[row["kernel"]]
+        found[backend] = {**scored, "model": model.to_json() if model else None}
+    artifacts.write_json(out, {"top": schedule_model.TOP, "min_kernels": schedule_model.MIN_KERNELS,
+                               "backends": found})
 
 
 def cache_stage(kernels_path: str, validation_path: str, bench_path: str, root: str, out: str) -> None:

@@ -26,6 +26,7 @@ rule report:
         expand("results/{op}/{backend}/bench.json", op=OPS, backend=BACKENDS),
         "results/roofline.json",
         "results/summation.json",
+        "results/schedule_model.json",
         RUNTIME_TARGETS,
         mutants=finished_mutants,
     output:

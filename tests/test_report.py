@@ -124,6 +124,25 @@ def test_the_schedule_choice_says_whether_it_beats_the_noise(results):
     assert "FAILED" in softmax and "rows_v16" not in softmax
 
 
+def test_the_schedule_model_section_shows_each_kernel_ranked_without_it(results):
+    """results/schedule_model.json as a sentence of totals, a row per kernel and the largest weights;
+    missing, the section says what writes it."""
+    assert "Not measured (schedule_model.json missing" in _build(results)
+    _write(results / "schedule_model.json", {"top": 4, "min_kernels": 3, "backends": {"cpu": {
+        "summary": {"launches": 2, "top": 4, "fastest_in_top": 1, "mean_regret": 0.05, "worst_regret": 0.1,
+                    "mean_random_pair_regret": 0.15, "mean_spearman": 0.5},
+        "launches": [{"op": "chain", "kernel": "k_1", "fastest": "rows_v16", "regret": 0.1,
+                      "order": ["rows", "rows_split", "a", "b", "rows_v16"]},
+                     {"op": "softmax", "kernel": "k_2", "fastest": "a", "regret": 0.0,
+                      "order": ["a", "b", "c", "d", "e"]}],
+        "model": {"largest_weights": [["lanes", -0.4], ["split", 0.2]]}}}})
+    section = _build(results).split("## Schedule model", 1)[1].split("\n## ", 1)[0]
+    assert "The fastest was among them in 1 of 2 kernels with more than 4" in section
+    assert "5.0% on average (worst 10.0%) over the fastest, against 15.0% for a pair" in section
+    assert "| chain | k_1 | rows_v16 | rows, rows_split, a, b | 10.0% |" in section
+    assert "lanes -0.400, split +0.200." in section
+
+
 def test_an_empty_results_dir_still_gives_a_report_and_plots(tmp_path):
     markdown = _build(tmp_path / "results", ops=("chain",))
     assert "validation.json missing" in markdown and "roofline.json missing" in markdown

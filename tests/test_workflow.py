@@ -108,6 +108,10 @@ def test_full_run_writes_the_contract(ran):
     assert [r["kind"] for r in regions["regions"]] == ["kernel"]
     assert "| rms | cpu | passed |" in (ran / "results/report.md").read_text()
     assert "measured in the op's own process (the roofline's stream kernels" in (ran / "results/report.md").read_text()
+    # two ops are too few to fit the schedule model on the others: the stage says so, scores nothing
+    scored = json.loads((ran / "results/schedule_model.json").read_text())["backends"]["cpu"]
+    assert scored["summary"]["launches"] == 0 and scored["model"] is None
+    assert "cpu: nothing to score" in (ran / "results/report.md").read_text()
 
 
 def test_second_run_has_nothing_to_do(ran):

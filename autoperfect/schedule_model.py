@@ -1,0 +1,179 @@
+"""A learned cost model that ranks a kernel's schedule variants before any of them is timed.
+
+The pipeline times every verified variant of every kernel it benchmarks; what it measured (the
+cache's `timings/<kernel>.json`, the pipeline's bench.json) is this model's training set. The
+runtime meets kernels nobody timed (a user's function at its first call): there the model, fitted on
+the other kernels' timings on this machine, orders the variants so the gate judges and times the
+best few first (runtime.Jit._compile), the rest only if none of those passes.
+
+What it learns: by how much each schedule knob (a field of the backend's Schedule: vector width,
+streaming stores, prefetching, split reductions, our own functions, ...) changes a variant's time.
+A variant's features are its knobs; the target is the log of its median. Times of different kernels
+are not compared: within each kernel's launch, features and targets are taken about their mean, so
+the model fits only the differences between one launch's variants (a ranking), never the launch's
+own cost. Ridge regression (one solve, deterministic); the penalty keeps a knob no launch varied at
+zero. Knobs only, no products with the kernel's features (row or elementwise, size, row length,
+functions, reductions): with the seven kernels the pipeline times, such products ranked worse than
+a random pair (runs 36-38 on the AMD EPYC VM, leave one out, the first two gated: the fastest among
+them in 6-8 of 21 launches, mean regret 14-21%, a random pair's 12.6%; knobs alone, 10-12 of 21
+and 3.5-4.3%; the first four: 13 of 18 and 1.2%, worst 9.5%). RIDGE and TOP were chosen on those
+same figures (docs/experiments/2026-12-06d-cpu/features.py); the pipeline scores the model again on
+each run's own medians (results/schedule_model.json).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import backends
+from .kernel_ir import KernelIR
+
+RIDGE = 0.1        # the penalty on the weights (features are of order one)
+TOP = 4            # the variants the runtime gates first where the model ranks them
+MIN_KERNELS = 3    # a model fitted on fewer kernels than this is not used
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One kernel's variants timed at one launch: what the model learns from and is scored on."""
+    kernel: KernelIR
+    dims: tuple[int, ...]
+    median_s: Mapping[str, float]
+
+
+def knobs(schedule) -> tuple[tuple[str, ...], np.ndarray]:
+    """A schedule's knobs as numbers: a flag as 0 or 1, a count as whether it is set and its log2
+    (every field of the backend's Schedule but its name, so a new knob is learned without code here)."""
+    names, values = [], []
+    for f in fields(schedule):
+        v = getattr(schedule, f.name)
+        if f.name == "name" or not isinstance(v, (bool, int, float)):
+            continue
+        if isinstance(v, bool):
+            names.append(f.name)
+            values.append(float(v))
+        else:
+            names += [f.name, f"{f.name}_log2"]
+            values += [float(v > 0), math.log2(1 + max(0.0, float(v))) / 16]
+    return tuple(names), np.array(values)
+
+
+def variant_features(backend: str, k: KernelIR) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+    """Feature names and each of `k`'s schedule variants' features."""
+    names, rows = (), {}
+    for s in backends.get(backend).schedules_for(k):
+        names, rows[s.name] = knobs(s)
+    return names, rows
+
+
+@dataclass(frozen=True)
+class Model:
+    backend: str
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    kernels: tuple[str, ...]   # the kernels it was fitted on
+    launches: int              # their timed launches
+    timings: int               # their variants' medians
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return x @ np.asarray(self.weights)
+
+    def rank(self, k: KernelIR, variants: Sequence[str]) -> list[str] | None:
+        """`variants` fastest first by the model; None where any of them is no schedule of the
+        backend's (a language model's draft) or the features differ from the fitted ones."""
+        names, rows = variant_features(self.backend, k)
+        if names != self.names or any(v not in rows for v in variants):
+            return None
+        predicted = {v: float(self.predict(rows[v])) for v in variants}
+        return sorted(variants, key=lambda v: predicted[v])  # stable: ties keep the given order
+
+    def to_json(self) -> dict:
+        order = np.argsort(-np.abs(np.asarray(self.weights)), kind="stable")
+        return {"backend": self.backend, "kernels": list(self.kernels), "launches": self.launches,
+                "timings": self.timings, "ridge": RIDGE,
+                "largest_weights": [[self.names[i], round(self.weights[i], 4)] for i in order[:12]]}
+
+
+def _positive(s) -> bool:
+    return isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0
+
+
+def _centered(backend: str, t: Timed) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+    names, rows = variant_features(backend, t.kernel)
+    known = [v for v in sorted(t.median_s) if v in rows and _positive(t.median_s[v])]
+    if len(known) < 2:
+        return None
+    x = np.stack([rows[v] for v in known])
+    y = np.log([t.median_s[v] for v in known])
+    return names, x - x.mean(axis=0), y - y.mean()
+
+
+def fit(backend: str, timed: Iterable[Timed], min_kernels: int = MIN_KERNELS) -> Model | None:
+    """The ridge fit over every launch with two or more of its variants timed; None where those
+    span fewer than `min_kernels` kernels (too little to learn a knob's effect from)."""
+    xs, ys, kernels, names, launches = [], [], set(), None, 0
+    for t in timed:
+        got = _centered(backend, t)
+        if got is None:
+            continue
+        n, x, y = got
+        if names is not None and n != names:
+            continue
+        names = n
+        xs.append(x)
+        ys.append(y)
+        kernels.add(t.kernel.name)
+        launches += 1
+    if len(kernels) < min_kernels:
+        return None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    w = np.linalg.solve(x.T @ x + RIDGE * np.eye(x.shape[1]), x.T @ y)
+    return Model(backend, names, tuple(float(v) for v in w), tuple(sorted(kernels)), launches, len(y))
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    return np.argsort(np.argsort(np.asarray(values), kind="stable"), kind="stable").astype(float)
+
+
+def score(order: Sequence[str], median_s: Mapping[str, float], top: int = TOP) -> dict:
+    """How an order of the timed variants would have done: whether the fastest is among its first
+    `top`, the fastest of those over the fastest of all (what gating only them costs), Spearman's
+    rank correlation with the measured order, and the same regret for a random pair (its mean)."""
+    timed = [v for v in order if v in median_s]
+    best = min(median_s[v] for v in timed)
+    first = timed[:top]
+    pairs = [min(median_s[a], median_s[b]) / best for i, a in enumerate(timed) for b in timed[i + 1:]]
+    rho = float(np.corrcoef(_ranks(range(len(timed))), _ranks([median_s[v] for v in timed]))[0, 1])
+    return {"order": timed, "fastest": min(timed, key=median_s.get), "fastest_in_top": min(first, key=median_s.get)
+            == min(timed, key=median_s.get), "regret": min(median_s[v] for v in first) / best - 1,
+            "random_pair_regret": float(np.mean(pairs)) - 1 if pairs else 0.0, "spearman": rho}
+
+
+def leave_one_out(backend: str, timed: Sequence[Timed], top: int = TOP) -> dict:
+    """Each kernel's launches with more than `top` variants timed (the others have nothing to rank)
+    ranked by the model fitted on the other kernels' timings; summary: how often the fastest variant
+    is among the first `top`, the mean and worst regret (the fastest of the first `top` over the
+    fastest, minus one), beside a random pair's mean regret."""
+    rows = []
+    for name in sorted({t.kernel.name for t in timed}):
+        model = fit(backend, [t for t in timed if t.kernel.name != name])
+        for t in (t for t in timed if t.kernel.name == name):
+            variants = [v for v in t.median_s if _positive(t.median_s[v])]
+            order = model.rank(t.kernel, variants) if model is not None and len(variants) > top else None
+            if order is None:
+                continue
+            rows.append({"kernel": name, "dims": list(t.dims), "trained_on": len(model.kernels),
+                         **score(order, t.median_s, top)})
+    summary = {"launches": len(rows), "top": top}
+    if rows:
+        summary.update({
+            "fastest_in_top": sum(r["fastest_in_top"] for r in rows),
+            "mean_regret": float(np.mean([r["regret"] for r in rows])),
+            "worst_regret": max(r["regret"] for r in rows),
+            "mean_random_pair_regret": float(np.mean([r["random_pair_regret"] for r in rows])),
+            "mean_spearman": float(np.mean([r["spearman"] for r in rows]))})
+    return {"summary": summary, "launches": rows}
