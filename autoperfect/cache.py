@@ -37,6 +37,12 @@ FORMAT = 1
 VERSIONED = ("autoperfect.generate.compiler", "autoperfect.judge", "autoperfect.runtime", "autoperfect.cache")
 
 
+def _well_formed(launches: dict) -> list[dict]:
+    """The records of a timings index's launches that have dims and medians."""
+    return [t for t in launches.values()
+            if isinstance(t, dict) and isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
+
+
 class CacheWarning(UserWarning):
     """A cache entry was refused; the message names the file and why."""
 
@@ -194,18 +200,21 @@ class Cache:
     def timings(self, kernel: str, backend: str) -> list[dict]:
         """[{"dims": launch dims, "median_s": {variant: seconds}}] recorded for `kernel` on `backend`
         (this compiler version), in no particular order; [] where none is, or the index is unreadable."""
-        return self._records(self.timings_path(kernel, backend))
+        return _well_formed(self._launches(self._index(self.timings_path(kernel, backend))))
 
-    def _records(self, path: Path) -> list[dict]:
-        return [t for t in self._launches(path).values()
-                if isinstance(t, dict) and isinstance(t.get("dims"), list) and isinstance(t.get("median_s"), dict)]
-
-    def _launches(self, path: Path) -> dict:
-        """An index's records by key digest; {} where there is none or it is unreadable."""
+    @staticmethod
+    def _index(path: Path) -> dict:
+        """A timings index as written; {} where there is none or it is unreadable."""
         try:
-            launches = json.loads(path.read_text())["launches"]
-        except (OSError, ValueError, KeyError, TypeError):
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
             return {}
+        return data if isinstance(data, dict) else {}
+
+    @staticmethod
+    def _launches(index: dict) -> dict:
+        """An index's records by key digest ({} where it has none)."""
+        launches = index.get("launches")
         return launches if isinstance(launches, dict) else {}
 
     def _record_timings(self, key: Key, kernel: KernelIR, bench_figures: dict) -> None:
@@ -214,7 +223,7 @@ class Cache:
         if not (isinstance(medians, dict) and len(medians) > 1):
             return
         path = self.timings_path(kernel.name, key.backend)
-        known = self._launches(path)
+        known = self._launches(self._index(path))
         known[key.digest()] = {"dims": list(kernel.launch.dims), "median_s": dict(medians)}
         artifacts.write_json(path, {"kernel": kernel.name, "ir": kernel.to_json(), "launches": known})
 
@@ -224,12 +233,12 @@ class Cache:
         kept the IR is skipped."""
         found = []
         for path in sorted((self.current_dir(backend) / "timings").glob("*.json")):
+            index = self._index(path)
             try:
-                data = json.loads(path.read_text())
-                kernel = KernelIR.from_json(data["ir"])
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                kernel = KernelIR.from_json(index["ir"])
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue
-            found += [Timed(kernel, tuple(t["dims"]), t["median_s"]) for t in self._records(path)]
+            found += [Timed(kernel, tuple(t["dims"]), t["median_s"]) for t in _well_formed(self._launches(index))]
         return found
 
     # -- recorded races --------------------------------------------------------------------------

@@ -390,6 +390,7 @@ def timing(be) -> tuple[int, int]:
 
 
 RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
+NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
 
 
 @dataclass(frozen=True)
@@ -401,7 +402,6 @@ class Ranking:
     first: int
     by: str
     record: dict
-NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
 
 
 def rank(variants: list[str], timings: list[dict], dims: tuple[int, ...]) -> tuple[list[str], dict] | None:

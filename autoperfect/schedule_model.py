@@ -102,37 +102,46 @@ def _positive(s) -> bool:
     return isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0
 
 
-def _centered(backend: str, t: Timed) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
-    names, rows = variant_features(backend, t.kernel)
-    known = [v for v in sorted(t.median_s) if v in rows and _positive(t.median_s[v])]
-    if len(known) < 2:
-        return None
-    x = np.stack([rows[v] for v in known])
-    y = np.log([t.median_s[v] for v in known])
-    return names, x - x.mean(axis=0), y - y.mean()
+@dataclass(frozen=True)
+class _Launch:
+    """A timed launch as the fit takes it: its variants' features and log medians about their means."""
+    kernel: str
+    names: tuple[str, ...]
+    x: np.ndarray
+    y: np.ndarray
+
+
+def _launches(backend: str, timed: Iterable[Timed]) -> list[_Launch]:
+    """Every launch with two or more of its variants timed, centred; each kernel's features are
+    computed once however many launches it was timed at."""
+    features, found = {}, []
+    for t in timed:
+        if t.kernel.name not in features:
+            features[t.kernel.name] = variant_features(backend, t.kernel)
+        names, rows = features[t.kernel.name]
+        known = [v for v in sorted(t.median_s) if v in rows and _positive(t.median_s[v])]
+        if len(known) < 2:
+            continue
+        x = np.stack([rows[v] for v in known])
+        y = np.log([t.median_s[v] for v in known])
+        found.append(_Launch(t.kernel.name, names, x - x.mean(axis=0), y - y.mean()))
+    return found
 
 
 def fit(backend: str, timed: Iterable[Timed], min_kernels: int = MIN_KERNELS) -> Model | None:
     """The ridge fit over every launch with two or more of its variants timed; None where those
     span fewer than `min_kernels` kernels (too little to learn a knob's effect from)."""
-    xs, ys, kernels, names, launches = [], [], set(), None, 0
-    for t in timed:
-        got = _centered(backend, t)
-        if got is None:
-            continue
-        n, x, y = got
-        if names is not None and n != names:
-            continue
-        names = n
-        xs.append(x)
-        ys.append(y)
-        kernels.add(t.kernel.name)
-        launches += 1
+    return _fit(backend, _launches(backend, timed), min_kernels)
+
+
+def _fit(backend: str, launches: Sequence[_Launch], min_kernels: int = MIN_KERNELS) -> Model | None:
+    used = [g for g in launches if g.names == launches[0].names] if launches else []
+    kernels = sorted({g.kernel for g in used})
     if len(kernels) < min_kernels:
         return None
-    x, y = np.concatenate(xs), np.concatenate(ys)
+    x, y = np.concatenate([g.x for g in used]), np.concatenate([g.y for g in used])
     w = np.linalg.solve(x.T @ x + RIDGE * np.eye(x.shape[1]), x.T @ y)
-    return Model(backend, names, tuple(float(v) for v in w), tuple(sorted(kernels)), launches, len(y))
+    return Model(backend, used[0].names, tuple(float(v) for v in w), tuple(kernels), len(used), len(y))
 
 
 def _ranks(values: Sequence[float]) -> np.ndarray:
@@ -144,12 +153,12 @@ def score(order: Sequence[str], median_s: Mapping[str, float], top: int = TOP) -
     `top`, the fastest of those over the fastest of all (what gating only them costs), Spearman's
     rank correlation with the measured order, and the same regret for a random pair (its mean)."""
     timed = [v for v in order if v in median_s]
-    best = min(median_s[v] for v in timed)
-    first = timed[:top]
+    fastest = min(timed, key=median_s.get)
+    best, first = median_s[fastest], timed[:top]
     pairs = [min(median_s[a], median_s[b]) / best for i, a in enumerate(timed) for b in timed[i + 1:]]
     rho = float(np.corrcoef(_ranks(range(len(timed))), _ranks([median_s[v] for v in timed]))[0, 1])
-    return {"order": timed, "fastest": min(timed, key=median_s.get), "fastest_in_top": min(first, key=median_s.get)
-            == min(timed, key=median_s.get), "regret": min(median_s[v] for v in first) / best - 1,
+    return {"order": timed, "fastest": fastest, "fastest_in_top": fastest in first,
+            "regret": min(median_s[v] for v in first) / best - 1,
             "random_pair_regret": float(np.mean(pairs)) - 1 if pairs else 0.0, "spearman": rho}
 
 
@@ -158,9 +167,9 @@ def leave_one_out(backend: str, timed: Sequence[Timed], top: int = TOP) -> dict:
     ranked by the model fitted on the other kernels' timings; summary: how often the fastest variant
     is among the first `top`, the mean and worst regret (the fastest of the first `top` over the
     fastest, minus one), beside a random pair's mean regret."""
-    rows = []
+    rows, launches = [], _launches(backend, timed)
     for name in sorted({t.kernel.name for t in timed}):
-        model = fit(backend, [t for t in timed if t.kernel.name != name])
+        model = _fit(backend, [g for g in launches if g.kernel != name])
         for t in (t for t in timed if t.kernel.name == name):
             variants = [v for v in t.median_s if _positive(t.median_s[v])]
             order = model.rank(t.kernel, variants) if model is not None and len(variants) > top else None

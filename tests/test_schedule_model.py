@@ -50,6 +50,14 @@ def timed_by_law(name: str, noise: float = 0.01) -> Timed:
                                     for s in cpu.schedules_for(k)})
 
 
+def remember(c: kcache.Cache, timed: list[Timed]) -> None:
+    """Each launch's medians stored as the pipeline's cache stage stores them (the entry's own verdict
+    a failed one: these kernels are never dispatched here)."""
+    for t in timed:
+        c.store(t.kernel, "cpu", "x", "src", None, {"passed": False, "reason": "a test's"},
+                {"median_s": dict(t.median_s)}, "test")
+
+
 def test_a_schedules_knobs_are_its_fields_flags_as_0_or_1_counts_as_set_and_log2():
     names, values = schedule_model.knobs(Schedule("x", lanes=16, piped=True, block=0))
     got = dict(zip(names, values))
@@ -99,10 +107,7 @@ def test_it_declines_with_too_few_kernels_a_draft_variant_or_broken_medians():
 
 def test_the_cache_hands_the_model_every_kernels_timings_with_its_ir(tmp_path):
     c = kcache.Cache(tmp_path)
-    for name in ("chain", "rmsnorm"):
-        t = timed_by_law(name)
-        c.store(t.kernel, "cpu", "x", "src", None, {"passed": False, "reason": "a test's"}, {"median_s": dict(t.median_s)},
-                "test")
+    remember(c, [timed_by_law(name) for name in ("chain", "rmsnorm")])
     found = c.timed("cpu")
     assert sorted(t.kernel.name for t in found) == sorted(kernel(n).name for n in ("chain", "rmsnorm"))
     index = c.timings_path(kernel("chain").name, "cpu")
@@ -118,10 +123,7 @@ def test_a_kernel_never_timed_gates_the_models_best_ranked_variants_first(tmp_pa
     schedule model ranks first and marks the rest not gated, naming the model; where those all fail,
     the rest is gated."""
     c = kcache.Cache(tmp_path)
-    for name in ("chain", "rmsnorm", "layernorm", "softmax"):
-        t = timed_by_law(name)
-        c.store(t.kernel, "cpu", "x", "src", None, {"passed": False, "reason": "a test's"}, {"median_s": dict(t.median_s)},
-                "test")
+    remember(c, [timed_by_law(name) for name in ("chain", "rmsnorm", "layernorm", "softmax")])
     gated, fail_first = [], []
     real = runtime.quick_gate
 
@@ -152,9 +154,7 @@ def test_a_kernel_never_timed_gates_the_models_best_ranked_variants_first(tmp_pa
 
     fail_first.append(True)  # a new cache of the same timings: the ranked variants fail, the rest is gated
     other = tmp_path / "again"
-    for t in before:
-        kcache.Cache(other).store(t.kernel, "cpu", "x", "src", None, {"passed": False, "reason": "a test's"},
-                                  {"median_s": dict(t.median_s)}, "test")
+    remember(kcache.Cache(other), before)
     gated.clear()
     g = autoperfect.jit(fn, cache_dir=other, race=False)
     np.testing.assert_allclose(np.array(g(x)), np.array(fn(x)), rtol=2e-6, atol=1e-6)
