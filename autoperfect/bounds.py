@@ -104,6 +104,21 @@ def _predicate(n: Node, args, errs) -> np.ndarray:
     return np.maximum.reduce([np.broadcast_to(e, n.shape) for e in errs]).astype(np.float64)
 
 
+def _cast(n: Node, ea: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A cast's bound. To an integer type: exact where its source is, else unbounded (a truncation
+    within error of an integer may land on either side). To a float type the reference rounds too
+    (rounding is what a cast asks for), so where the source carries error the kernel's value and the
+    exact one may lie on either side of a rounding midpoint and round to neighbours a whole ulp
+    apart: the source's error plus the rounding of each (at most u|v|, or half the dtype's smallest
+    step among subnormals), not one rounding only. A bfloat16 RMSNorm computed in float32 and cast
+    back, as models write it, rounds about 1 element in 3000 so (tests/test_judge.py)."""
+    if n.dtype not in dtypes.FLOATS:
+        return np.where(ea > 0, INF, 0.0)
+    u = dtypes.EPS[n.dtype]
+    own = u * np.abs(v)
+    return ea * (1 + u) + own + np.where(ea > 0, own + DENORM_MIN[n.dtype], 0.0)
+
+
 def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> np.ndarray:
     axes, keep = n.attr("axes"), n.attr("keepdims")
     count = math.prod(x.shape[a] for a in axes)
@@ -148,9 +163,7 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             if n.op in PREDICATE or n.dtype == "bool":
                 e = _predicate(n, args, ea)
             elif n.op is Op.CAST:
-                e = ea[0] + (dtypes.EPS[n.dtype] * np.abs(v) if n.dtype in dtypes.FLOATS else 0.0)
-                if n.dtype not in dtypes.FLOATS:
-                    e = np.where(ea[0] > 0, INF, 0.0)
+                e = _cast(n, ea[0], v)
             elif n.op in REDUCE:
                 e = _reduce(n, args[0], ea[0], v, dtypes.EPS[n.dtype])
             elif n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):

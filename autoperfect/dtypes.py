@@ -36,14 +36,31 @@ def from_mlx(dtype) -> str:
 
 
 def round_to(x: np.ndarray, name: str) -> np.ndarray:
-    """Round float64 (or float32) values to `name`, held in its numpy container type."""
+    """Round float64 (or float32) values to `name`, held in its numpy container type: once, to
+    nearest even (numpy's float16 does so from float64; bfloat16 below)."""
     if name == "bfloat16":
+        if np.asarray(x).dtype == np.float64:
+            x = _bfloat16_of_float64(np.asarray(x))
         bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
         nan = np.isnan(np.asarray(x, dtype=np.float32))
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
         out = rounded.astype(np.uint32).view(np.float32)
         return np.where(nan, np.float32(np.nan), out)
     return np.asarray(x).astype(to_numpy(name))
+
+
+def _bfloat16_of_float64(x: np.ndarray) -> np.ndarray:
+    """float64 values rounded once to bfloat16's 8 significant bits (to nearest even; below 2^-126
+    to its subnormal step, 2^-133), as float32, which holds them exactly. Through float32 first, a
+    value a hair above a bfloat16 tie would round to the tie and then to even: twice."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = x.astype(np.float64).view(np.uint64)  # a copy: the view needs no contiguous input
+        drop = np.uint64(45)  # float64's 52 fraction bits less bfloat16's 7
+        half = np.uint64((1 << 44) - 1)
+        normal = ((bits + half + ((bits >> drop) & np.uint64(1))) & ~np.uint64((1 << 45) - 1)).view(np.float64)
+        step = 2.0 ** -81  # adding it rounds |x| < 2^-126 to a multiple of 2^-133, to nearest even
+        subnormal = np.copysign((np.abs(x) + step) - step, x)
+        return np.where(np.isnan(x), x, np.where(np.abs(x) < 2.0 ** -126, subnormal, normal)).astype(np.float32)
 
 
 def promote(a: str, b: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
-from .ops import ELEMENTWISE, MOVEMENT, OPAQUE, REDUCE, Op, op_class
+from .ops import ELEMENTWISE, EXACT, MOVEMENT, OPAQUE, REDUCE, Op, op_class
 from .views import view_through
 
 
@@ -117,6 +117,13 @@ def row_shapes(domain: tuple[int, ...], axis: int | None = None) -> tuple[tuple[
 # Hard caps on one kernel: past these a generated kernel spills registers and compiles slowly.
 MAX_NODES = 256
 MAX_INPUTS = 24
+
+# A prologue on a smaller shape that broadcasts into a region (a weight's cast, `1 + w`) is computed
+# again at every element of the region instead of being a kernel and a buffer of its own, where it
+# is short and each op costs about one vector instruction: recomputing it is then cheaper than the
+# launch and the pass over memory it saves.
+RECOMPUTED = (EXACT & ELEMENTWISE) - {Op.DIV, Op.RECIPROCAL, Op.SQRT}
+MAX_RECOMPUTED = 4
 
 
 @dataclass
@@ -286,6 +293,36 @@ class _Fuser:
         for s, u in crossing:
             self.decide(s, u, True, f"fan-in merge: both sides iterate {list(into.domain)}")
 
+    def prologue(self, other: _Group, home: _Group) -> str | None:
+        """Why `other` can't be recomputed inside `home` as a broadcast prologue (None if it can):
+        a few cheap elementwise ops on a shape that broadcasts to home's domain, used only there."""
+        nodes = [self.g.nodes[i] for i in other.nodes]
+        differs = f"domain {list(other.domain)} differs from {list(home.domain)}"
+        if home.axis is not None or other.axis is not None or "row" in other.spaces.values() \
+                or not _broadcasts(other.domain, home.domain):
+            return differs
+        costly = [n for n in nodes if n.op not in RECOMPUTED]
+        if costly or len(nodes) > MAX_RECOMPUTED:
+            what = f"{costly[0].op.value} is no cheap op" if costly else f"more than {MAX_RECOMPUTED} ops"
+            return f"{differs}, and recomputing it at each element costs too much ({what})"
+        used = set(other.nodes) | set(home.nodes)
+        if any(i in self.g.outputs or not set(self.users[i]) <= used for i in other.nodes):
+            return f"{differs}, and its values are used elsewhere, so they are materialized once"
+        if len(home.nodes) + len(other.nodes) > MAX_NODES \
+                or len(self.external_inputs(home) | self.external_inputs(other)) > MAX_INPUTS:
+            return f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
+        return None
+
+    def absorb(self, into: _Group, other: _Group) -> None:
+        """`other`'s nodes become per-element values of `into` (each recomputed at every element)."""
+        crossing = [(s, u) for u in into.nodes for s in self.g.nodes[u].srcs if self.home.get(s) == other.index]
+        for i in other.nodes:
+            self.place(into, self.g.nodes[i], "elem")
+        del self.groups[other.index]
+        for s, u in crossing:
+            self.decide(s, u, True, f"broadcast prologue: %{s} {list(self.g.nodes[s].shape)} is computed "
+                                    f"again at each element of {list(into.domain)}")
+
     def decide(self, producer: int, consumer: int, fused: bool, reason: str) -> None:
         """Record the decision on one edge; a later decision (e.g. a pull) replaces an earlier one."""
         self.decisions = [d for d in self.decisions if (d.producer, d.consumer) != (producer, consumer)]
@@ -326,7 +363,14 @@ class _Fuser:
             if other.kind != "kernel" or home.kind != "kernel":
                 problem = why.get(gi) or f"%{other.nodes[0]} is left to MLX ({other.reason})"
             elif other.domain != home.domain:
-                problem = f"domain {list(other.domain)} differs from {list(home.domain)}"
+                problem = self.prologue(other, home)
+                if problem is None:
+                    self.absorb(home, other)
+                    why[gi] = (f"broadcast prologue: its {list(other.domain)} is computed again at each "
+                               f"element of {list(home.domain)}")
+                    continue
+                if _broadcasts(other.domain, home.domain):  # says more than that n's shape differs
+                    why[gi] = problem
             elif other.loop_axis != home.loop_axis:
                 problem = f"loops run along axis {other.loop_axis} and {home.loop_axis}"
             elif len(home.nodes) + len(other.nodes) > MAX_NODES \
@@ -435,6 +479,13 @@ class _Fuser:
             ready = [gi for gi in deps if gi not in done and deps[gi] <= set(done)]
             done.append(min(ready, key=lambda gi: min(self.groups[gi].nodes)))
         return done
+
+
+def _broadcasts(shape: tuple[int, ...], domain: tuple[int, ...]) -> bool:
+    """Does `shape` broadcast to `domain` (numpy's rules) without being it?"""
+    if shape == domain or len(shape) > len(domain):
+        return False
+    return all(a in (1, b) for a, b in zip(reversed(shape), reversed(domain)))
 
 
 def fuse(graph: Graph) -> Partition:

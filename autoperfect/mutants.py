@@ -270,8 +270,7 @@ def precision_downcast(s: Site) -> str:
     if dtype != "float32":
         raise Skip(f"a {dtype} output: the next narrower type's rounding is within the op's own error bound")
     old = s.line(store.id)
-    narrow = f"ap_round_f16({v})" if s.simt else f"(float)(_Float16){v}"
-    return s.swap(old, old.replace(f"= {v};", f"= {narrow};"))
+    return s.swap(old, old.replace(f"= {v};", f"= ap_round_f16({v});"))
 
 
 def uninitialized_accumulator(s: Site) -> str:

@@ -366,6 +366,19 @@ def half_softmax(x):
     return mx.softmax(x, axis=-1)
 
 
+def weight_prologue(x, w):  # Gemma's RMSNorm: 1 + w is computed again at each element of the row kernel
+    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * (1 + w)
+
+
+def row_prologue(x, c):  # a per-row scale's cheap math, inside the elementwise kernel it feeds
+    return x * (mx.abs(c) * 2)
+
+
+def bfloat_upcast_rmsnorm(x, w):  # as models write it: float32 inside, the weight's cast per element
+    xf = x.astype(mx.float32)
+    return (xf * mx.rsqrt(mx.mean(xf * xf, axis=-1, keepdims=True) + 1e-5) * w.astype(mx.float32)).astype(x.dtype)
+
+
 def bfloat_mean(x):
     return mx.mean(x * 2, axis=-1)
 
@@ -437,6 +450,9 @@ HAND = [
     Case("half_sum", half_sum, args((4, 5), dtype="float16")),
     Case("half_softmax", half_softmax, args((4, 5), dtype="float16")),
     Case("bfloat_mean", bfloat_mean, args((4, 5), dtype="bfloat16")),
+    Case("weight_prologue", weight_prologue, args((4, 5), (5,), names="xw")),
+    Case("row_prologue", row_prologue, args((4, 5), (4, 1), names="xc"), specials=True),
+    Case("bfloat_upcast_rmsnorm", bfloat_upcast_rmsnorm, args((4, 5), (5,), names="xw", dtype="bfloat16")),
 ]
 
 # -- the six ops of config.yaml, at small shapes ---------------------------------------------------

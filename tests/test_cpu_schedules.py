@@ -1087,3 +1087,54 @@ def test_without_our_vector_math_no_variant_asks_for_it_and_a_source_that_calls_
     assert not any(s.own_math for s in cpu.schedules_for(k))
     build = cpu.build(BE.render(k, Schedule("own", own_math=True)), tmp_path)
     assert not build.ok and build.library is None and "needs AVX2 and FMA" in build.log
+
+
+# -- float16 storage ------------------------------------------------------------------------------------
+
+
+def _f16_midpoints() -> np.ndarray:
+    """Every float32 that sits halfway between two neighbouring finite float16 values, and its two
+    float32 neighbours: where a rounding to nearest even shows it breaks ties right."""
+    finite = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = np.unique(np.abs(finite[np.isfinite(finite)]).astype(np.float64))
+    mids = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
+    mids = np.concatenate([mids, -mids])
+    return np.concatenate([mids, np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf))])
+
+
+def test_float16_is_read_and_written_as_ieee_does_it_for_every_value(tmp_path):
+    """The CPU kernels hold float16 as its bits (GCC 12 does not vectorize loops over _Float16):
+    every one of the 65536 float16 values reads as the float32 numpy reads it, bit for bit (NaN
+    payloads too), and float32 values are written as numpy rounds them (to nearest, ties to even;
+    subnormals; past 65504 to infinity; NaN stays NaN): every tie, its neighbours and a stride over
+    every float32 bit pattern."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    read = kernel_of(spec_of("r", "def r(x):\n    return x.astype(mx.float32)\n",
+                             x={"shape": [every.size], "dtype": "float16"}))
+    out = np.zeros(every.size, np.float32)
+    BE.Kernel(read, library(read, Schedule("plain"), tmp_path)).run_numpy([every, out], read.launch)
+    assert np.array_equal(out.view(np.uint32), every.astype(np.float32).view(np.uint32))
+
+    stride = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.float32([65504, 65519.996, 65520, -65520, 65536, 1e10, 2 ** -24, 2 ** -25, 3 * 2 ** -26,
+                        1e-40, -0.0, 0.0, np.inf, -np.inf, np.nan])
+    x = np.concatenate([_f16_midpoints(), stride, edges])
+    write = kernel_of(spec_of("w", "def w(x):\n    return x.astype(mx.float16)\n",
+                              x={"shape": [x.size], "dtype": "float32"}))
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(np.float16)
+    for schedule in cpu.schedules_for(write):
+        got = np.zeros(x.size, np.float16)
+        BE.Kernel(write, library(write, schedule, tmp_path)).run_numpy([x, got], write.launch)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), schedule.name
+        assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16)), schedule.name
+
+
+def test_no_float16_arithmetic_is_left_to_the_compiler():
+    """A float16 kernel reads, rounds and writes through the prelude's bit forms only."""
+    k = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [4, 64], "dtype": "float16"}))
+    for schedule in cpu.schedules_for(k):
+        source = BE.render(k, schedule)
+        assert "_Float16" not in source.split("static inline float ap_round_f16")[1], schedule.name
+        assert "ap_f16_load(in0[" in source and "ap_f16_store(" in source and "ap_round_f16(" in source

@@ -130,6 +130,23 @@ def fan_in_other_domain(x, w):
     return mx.exp(x) + mx.log(mx.abs(w) + 1)
 
 
+def scaled_by_weight(x, w):  # Gemma's RMSNorm scales by 1 + w
+    return x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-6) * (1 + w)
+
+
+def scaled_by_row(x, c):
+    return x * (mx.abs(c) * 2)
+
+
+def weight_used_twice(x, w):
+    v = w + 1
+    return x * v, v
+
+
+def long_weight_chain(x, w):
+    return x * (((w + 1) * 2 + 3) * 4 + 5)
+
+
 def reduction_of_reduction(x):
     return mx.sum(x - mx.max(x, axis=-1, keepdims=True), axis=-1)
 
@@ -182,6 +199,11 @@ ADVERSARIAL = [
     (fan_out, X, ["kernel"], []),
     (fan_in, XY, ["kernel"], []),
     (fan_in_other_domain, [("x", (3, 7)), ("w", (7,))], ["kernel", "kernel"], [("log", "add", "domain [7]")]),
+    # a few cheap ops on a shape that broadcasts into the region are computed again at each element
+    (scaled_by_weight, [("x", (3, 7)), ("w", (7,))], ["kernel"], []),
+    (scaled_by_row, [("x", (3, 7)), ("c", (3, 1))], ["kernel"], []),
+    (weight_used_twice, [("x", (3, 7)), ("w", (7,))], ["kernel", "kernel"], [("add", "mul", "used elsewhere")]),
+    (long_weight_chain, [("x", (3, 7)), ("w", (7,))], ["kernel", "kernel"], [("add", "mul", "more than 4 ops")]),
     (reduction_of_reduction, X, ["kernel"], []),
     (row_math, X, ["kernel"], []),
     (reduce_axis0, X, ["kernel"], []),  # the prologue x*2 feeds only the sum: pulled into its loop
@@ -212,6 +234,22 @@ def test_adversarial_partition(fn, inputs, expected, refused):
 def test_fan_in_records_why_it_fused():
     p = fuse.fuse(canonical(fan_in, XY))
     assert any(d.fused and "fan-in" in d.reason for d in p.decisions)
+
+
+def test_a_broadcast_prologue_is_computed_at_each_element_of_its_consumer():
+    """The weight's cast of a bfloat16 RMSNorm computed in float32, as models write it, runs inside
+    the row kernel (a per-element value read through the weight's broadcast), not as a kernel of
+    its own whose output the row kernel reads back."""
+    def rms(x, w):
+        xf = x.astype(mx.float32)
+        return (xf * mx.rsqrt(mx.mean(xf * xf, axis=-1, keepdims=True) + 1e-5) * w.astype(mx.float32)).astype(x.dtype)
+
+    g = canon.canonicalize(trace(rms, [("x", (3, 7), "bfloat16"), ("w", (7,), "bfloat16")]))
+    (region,) = fuse.fuse(g).regions
+    (cast,) = [i for i in region.nodes if g.nodes[i].op is Op.CAST and g.nodes[i].shape == (7,)]
+    assert region.space(cast) == "elem" and region.outputs == tuple(g.outputs)
+    (why,) = [d for d in fuse.fuse(g).decisions if d.producer == cast]
+    assert why.fused and "broadcast prologue" in why.reason
 
 
 def test_fan_out_materializes_both_outputs():

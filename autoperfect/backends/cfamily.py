@@ -100,7 +100,7 @@ REDUCTIONS = {
 # A max's or min's compare lets the next element replace a NaN it took; its flag makes the result
 # NaN, unless a NaN reaches every output of the row without it (schedule.nan_carried).
 NAN_FLAG = " {nan} |= ({v} != {v});"
-STORAGE = {"float32": "float", "float16": "_Float16", "bfloat16": "uint16_t", "bool": "uint8_t",
+STORAGE = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t", "bool": "uint8_t",
            "int32": "int32_t"}
 VALUE = {"float32": "float", "float16": "float", "bfloat16": "float", "bool": "int", "int32": "int"}
 
@@ -112,7 +112,33 @@ static inline uint16_t ap_bf16_store(float f) {
   return (uint16_t)((x.u + 0x7FFFu + ((x.u >> 16) & 1u)) >> 16);
 }
 static inline float ap_round_bf16(float f) { return ap_bf16_load(ap_bf16_store(f)); }
-static inline float ap_round_f16(float f) { return (float)(_Float16)f; }
+// float16 held as its bits, as bfloat16 is: GCC 12 leaves a loop over _Float16 scalar (one
+// conversion instruction an element), while these integer forms vectorize. Rounding to nearest
+// even, subnormals, infinities and NaN as IEEE (tests/test_cpu_schedules.py checks every value).
+static inline float ap_f16_load(uint16_t h) {
+  union { uint32_t u; float f; } o, m;
+  m.u = 113u << 23;
+  o.u = (uint32_t)(h & 0x7FFFu) << 13;
+  const uint32_t e = o.u & 0x0F800000u;
+  o.u += (127u - 15u) << 23;
+  if (e == 0x0F800000u) o.u += (128u - 16u) << 23;
+  else if (e == 0) { o.u += 1u << 23; o.f -= m.f; }
+  o.u |= (uint32_t)(h & 0x8000u) << 16;
+  return o.f;
+}
+static inline uint16_t ap_f16_store(float f) {
+  union { uint32_t u; float f; } x, d;
+  x.f = f;
+  d.u = 126u << 23;
+  const uint32_t sign = x.u & 0x80000000u;
+  x.u ^= sign;
+  uint32_t o;
+  if (x.u >= 143u << 23) o = x.u > 255u << 23 ? 0x7E00u : 0x7C00u;
+  else if (x.u < 113u << 23) { x.f += d.f; o = x.u - d.u; }
+  else { const uint32_t odd = (x.u >> 13) & 1u; o = (x.u + 0xC8000FFFu + odd) >> 13; }
+  return (uint16_t)(o | (sign >> 16));
+}
+static inline float ap_round_f16(float f) { return ap_f16_load(ap_f16_store(f)); }
 """
 
 
@@ -366,14 +392,14 @@ class CRenderer(CFamily):
         index = {"contiguous": f"b{a} + j", "broadcast": f"b{a}", "strided": f"b{a} + j * s{a}",
                  "row": f"b{a}"}[arg.inner if ins.space == "elem" else "row"]
         raw = f"in{a}[{index}]"
-        return {"bfloat16": f"ap_bf16_load({raw})", "float16": f"(float){raw}"}.get(arg.dtype, raw)
+        return {"bfloat16": f"ap_bf16_load({raw})", "float16": f"ap_f16_load({raw})"}.get(arg.dtype, raw)
 
     def assign(self, i: int) -> str:
         ins = self.k.body[i]
         if ins.op is Op.STORE:
             a = ins.attr("arg")
             v = self.name(ins.srcs[0])
-            value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"(_Float16){v}",
+            value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"ap_f16_store({v})",
                      "bool": f"(uint8_t){v}"}.get(self.k.args[a].dtype, v)
             return f"out{a}[{'r * N + j' if ins.space == 'elem' else 'r'}] = {value};"
         if ins.space == "row":
