@@ -197,7 +197,8 @@ def measure(spec: OpSpec, variants: dict[str, dict[str, str]], warmup: int, repe
     calls = {name: contenders.evaluated(g, arrays) for name, g in lazy.items()}
     kernel = calls.pop("kernel")
     ref = contenders.mlx_values(calls["mlx_eager"]())
-    checks = {name: contenders.agrees(contenders.mlx_values(call()), ref) for name, call in
+    kinds = contenders.output_dtypes(f)
+    checks = {name: contenders.agrees(contenders.mlx_values(call()), ref, kinds) for name, call in
               {"kernel": kernel, **calls}.items() if name != "mlx_eager"}
     if not checks["kernel"]:
         raise RuntimeError(f"{spec.name}: the kernel disagrees with MLX eager at the benchmark's shapes")

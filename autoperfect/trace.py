@@ -439,6 +439,11 @@ class Namespace:
         return self._ctx.reduce(Op.STD, x, axis, keepdims, ddof=int(ddof))
 
     def softmax(self, x, axis=None, *, precise=False, stream=None):
+        """With `precise`, MLX computes a 16-bit input's softmax in float32 and rounds the result
+        back to the input's type once: so does the traced graph."""
+        x = self._ctx.lift(x, "float32")
+        if precise and x.dtype in ("float16", "bfloat16"):
+            return self._ctx.cast(self._softmax(Op.SOFTMAX, self._ctx.cast(x, "float32"), axis), x.dtype)
         return self._softmax(Op.SOFTMAX, x, axis)
 
     def _softmax(self, op: Op, x, axis):

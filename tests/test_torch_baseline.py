@@ -75,6 +75,16 @@ def test_agrees_needs_every_output_close_and_of_the_same_shape():
     assert not contenders.agrees([np.array([1.0, 2.0])], ref)
 
 
+def test_a_sixteen_bit_output_agrees_within_a_few_of_its_own_ulps():
+    """Two right ways of computing a bfloat16 output differ by its rounding (2^-8 of the value),
+    more than 1e-3: 1% of the scale off agrees for a bfloat16 output, not for a float32 one, and
+    10% off agrees for neither."""
+    ref = [np.array([1.0, 2.0])]
+    assert contenders.agrees([np.array([1.0, 2.02])], ref, ["bfloat16"])
+    assert not contenders.agrees([np.array([1.0, 2.02])], ref, ["float32"])
+    assert not contenders.agrees([np.array([1.0, 2.2])], ref, ["bfloat16"])
+
+
 def test_inputs_live_in_torchs_memory_not_numpys(rmsnorm):
     """Each contender holds its inputs in its own framework's memory: a tensor sharing a numpy
     array's buffer would read numpy's huge pages, which MLX's contenders never get."""

@@ -132,6 +132,21 @@ def test_trace_is_deterministic(case: Case, graphs):
     assert Graph.from_json(json.loads(json.dumps(first.to_json()))) == first
 
 
+def test_a_precise_softmax_of_sixteen_bit_values_is_computed_in_float32():
+    """`precise=True` has MLX compute a bfloat16 softmax in float32 and round once: the traced graph
+    casts around a float32 softmax, and its float64 reference is within an ulp of MLX's result,
+    which the softmax computed in bfloat16 is not."""
+    fn = lambda x: mx.softmax(x, axis=-1, precise=True)  # noqa: E731
+    g = trace(fn, [("x", (8, 512), "bfloat16")])
+    assert [(n.op, n.dtype) for n in g.nodes[1:]] == [(Op.CAST, "float32"), (Op.SOFTMAX, "float32"),
+                                                      (Op.CAST, "bfloat16")]
+    x = mx.array(np.random.default_rng(5).standard_normal((8, 512)) * 4).astype(mx.bfloat16)
+    ref = interp.evaluate(g, [np.asarray(x.astype(mx.float32))], "float64")[0]
+    ulp = np.abs(ref) * 2.0 ** -7
+    assert np.max(np.abs(np.asarray(fn(x).astype(mx.float32)) - ref) / ulp) <= 1
+    assert np.max(np.abs(np.asarray(mx.softmax(x, axis=-1).astype(mx.float32)) - ref) / ulp) > 1
+
+
 def test_digest_ignores_source_lines():
     def f(x):
         return mx.exp(x) * 2
