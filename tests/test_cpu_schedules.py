@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from autoperfect import backends, static
+from autoperfect import backends, dtypes, static
 from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
 from autoperfect.backends.schedule import nan_carried
@@ -1138,3 +1138,30 @@ def test_no_float16_arithmetic_is_left_to_the_compiler():
         source = BE.render(k, schedule)
         assert "_Float16" not in source.split("static inline float ap_round_f16")[1], schedule.name
         assert "ap_f16_load(in0[" in source and "ap_f16_store(" in source and "ap_round_f16(" in source
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_sixteen_bit_product_is_rounded_once_to_nearest_even(dtype, tmp_path):
+    """A 16-bit product is computed in float, where it is exact, and rounded in the float's lanes
+    (ap_round_f16 / ap_round_bf16): over random bit patterns (subnormals, infinities and NaN among
+    them) every result is the exact product rounded once to nearest even."""
+    rng = np.random.default_rng(seed_for("sixteen-bit product", dtype))
+    bits = rng.integers(0, 1 << 16, (2, 1 << 18), dtype=np.uint32).astype(np.uint16)
+    k = kernel_of(spec_of("p", "def p(x, y):\n    return x * y\n", x={"shape": [bits.shape[1]], "dtype": dtype},
+                          y={"shape": [bits.shape[1]], "dtype": dtype}))
+    if dtype == "float16":
+        x, y = (b.view(np.float16).astype(np.float32) for b in bits)
+        with np.errstate(all="ignore"):
+            want = (x * y).astype(np.float16).view(np.uint16)
+    else:
+        x, y = ((b.astype(np.uint32) << 16).view(np.float32) for b in bits)
+        with np.errstate(all="ignore"):
+            want = (dtypes.round_to(x * y, "bfloat16").view(np.uint32) >> 16).astype(np.uint16)
+    nan = np.isnan(x * y)
+    for schedule in cpu.schedules_for(k):
+        got = np.zeros(bits.shape[1], np.uint16)
+        BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([bits[0], bits[1], got], k.launch)
+        assert np.array_equal(got[~nan], want[~nan]), schedule.name
+        width = 10 if dtype == "float16" else 7
+        exponent = (got[nan] >> width) & ((1 << (15 - width)) - 1)
+        assert np.all(exponent == (1 << (15 - width)) - 1) and np.all(got[nan] & ((1 << width) - 1)), schedule.name

@@ -29,7 +29,7 @@ OPS = {
 def old_form(source: str) -> str:
     source = re.sub(r"ap_f16_load\((in\d+\[[^\]]*\])\)", r"(float)\1", source)
     source = re.sub(r"ap_f16_store\((\w+)\)", r"(_Float16)\1", source)
-    source = source.replace("static inline float ap_round_f16(float f) { return ap_f16_load(ap_f16_store(f)); }",
+    source = source.replace("static inline float ap_round_f16(float f) { return ap_f16_value(ap_f16_bits(f)); }",
                             "static inline float ap_round_f16(float f) { return (float)(_Float16)f; }")
     return re.sub(r"(const )?uint16_t \*restrict (in|out)(\d+) = \((const )?uint16_t \*\)",
                   r"\1_Float16 *restrict \2\3 = (\4_Float16 *)", source)
