@@ -40,7 +40,7 @@ def round_to(x: np.ndarray, name: str) -> np.ndarray:
     nearest even (numpy's float16 does so from float64; bfloat16 below)."""
     if name == "bfloat16":
         if np.asarray(x).dtype == np.float64:
-            x = _bfloat16_of_float64(np.asarray(x))
+            return _bfloat16_of_float64(np.asarray(x))
         bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
         nan = np.isnan(np.asarray(x, dtype=np.float32))
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
@@ -60,7 +60,8 @@ def _bfloat16_of_float64(x: np.ndarray) -> np.ndarray:
         normal = ((bits + half + ((bits >> drop) & np.uint64(1))) & ~np.uint64((1 << 45) - 1)).view(np.float64)
         step = 2.0 ** -81  # adding it rounds |x| < 2^-126 to a multiple of 2^-133, to nearest even
         subnormal = np.copysign((np.abs(x) + step) - step, x)
-        return np.where(np.isnan(x), x, np.where(np.abs(x) < 2.0 ** -126, subnormal, normal)).astype(np.float32)
+        rounded = np.where(np.abs(x) < 2.0 ** -126, subnormal, normal).astype(np.float32)
+        return np.where(np.isnan(x), np.float32(np.nan), rounded)
 
 
 def promote(a: str, b: str) -> str:

@@ -117,6 +117,7 @@ def row_shapes(domain: tuple[int, ...], axis: int | None = None) -> tuple[tuple[
 # Hard caps on one kernel: past these a generated kernel spills registers and compiles slowly.
 MAX_NODES = 256
 MAX_INPUTS = 24
+FOOTPRINT = f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
 
 # A prologue on a smaller shape that broadcasts into a region (a weight's cast, `1 + w`) is computed
 # again at every element of the region instead of being a kernel and a buffer of its own, where it
@@ -219,7 +220,7 @@ class _Fuser:
         if grp.kind != "kernel":
             return None, f"%{grp.nodes[0]} is left to MLX ({grp.reason})"
         if len(grp.nodes) >= MAX_NODES or len(self.external_inputs(grp) | set(n.srcs)) > MAX_INPUTS:
-            return None, f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
+            return None, FOOTPRINT
         viewed = self.views_of(grp, n)
         if viewed:
             return None, viewed
@@ -293,14 +294,17 @@ class _Fuser:
         for s, u in crossing:
             self.decide(s, u, True, f"fan-in merge: both sides iterate {list(into.domain)}")
 
-    def prologue(self, other: _Group, home: _Group) -> str | None:
-        """Why `other` can't be recomputed inside `home` as a broadcast prologue (None if it can):
-        a few cheap elementwise ops on a shape that broadcasts to home's domain, used only there."""
-        nodes = [self.g.nodes[i] for i in other.nodes]
-        differs = f"domain {list(other.domain)} differs from {list(home.domain)}"
-        if home.axis is not None or other.axis is not None or "row" in other.spaces.values() \
-                or not _broadcasts(other.domain, home.domain):
+    def over_cap(self, a: _Group, b: _Group) -> bool:
+        """Would groups a and b together pass a kernel's footprint cap?"""
+        return (len(a.nodes) + len(b.nodes) > MAX_NODES
+                or len(self.external_inputs(a) | self.external_inputs(b)) > MAX_INPUTS)
+
+    def prologue(self, other: _Group, home: _Group, differs: str) -> str | None:
+        """Why `other`, on a shape that broadcasts to home's domain, can't be recomputed inside
+        `home` as a broadcast prologue (None if it can): a few cheap elementwise ops used only there."""
+        if home.axis is not None or other.axis is not None or "row" in other.spaces.values():
             return differs
+        nodes = [self.g.nodes[i] for i in other.nodes]
         costly = [n for n in nodes if n.op not in RECOMPUTED]
         if costly or len(nodes) > MAX_RECOMPUTED:
             what = f"{costly[0].op.value} is no cheap op" if costly else f"more than {MAX_RECOMPUTED} ops"
@@ -308,10 +312,7 @@ class _Fuser:
         used = set(other.nodes) | set(home.nodes)
         if any(i in self.g.outputs or not set(self.users[i]) <= used for i in other.nodes):
             return f"{differs}, and its values are used elsewhere, so they are materialized once"
-        if len(home.nodes) + len(other.nodes) > MAX_NODES \
-                or len(self.external_inputs(home) | self.external_inputs(other)) > MAX_INPUTS:
-            return f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
-        return None
+        return FOOTPRINT if self.over_cap(home, other) else None
 
     def absorb(self, into: _Group, other: _Group) -> None:
         """`other`'s nodes become per-element values of `into` (each recomputed at every element)."""
@@ -363,19 +364,19 @@ class _Fuser:
             if other.kind != "kernel" or home.kind != "kernel":
                 problem = why.get(gi) or f"%{other.nodes[0]} is left to MLX ({other.reason})"
             elif other.domain != home.domain:
-                problem = self.prologue(other, home)
-                if problem is None:
-                    self.absorb(home, other)
-                    why[gi] = (f"broadcast prologue: its {list(other.domain)} is computed again at each "
-                               f"element of {list(home.domain)}")
-                    continue
-                if _broadcasts(other.domain, home.domain):  # says more than that n's shape differs
-                    why[gi] = problem
+                problem = f"domain {list(other.domain)} differs from {list(home.domain)}"
+                if _broadcasts(other.domain, home.domain):
+                    problem = self.prologue(other, home, problem)
+                    if problem is None:
+                        self.absorb(home, other)
+                        why[gi] = (f"broadcast prologue: its {list(other.domain)} is computed again at "
+                                   f"each element of {list(home.domain)}")
+                        continue
+                    why[gi] = problem  # says more than that n's shape differs from other's domain
             elif other.loop_axis != home.loop_axis:
                 problem = f"loops run along axis {other.loop_axis} and {home.loop_axis}"
-            elif len(home.nodes) + len(other.nodes) > MAX_NODES \
-                    or len(self.external_inputs(home) | self.external_inputs(other)) > MAX_INPUTS:
-                problem = f"footprint cap: a kernel holds at most {MAX_NODES} ops and {MAX_INPUTS} inputs"
+            elif self.over_cap(home, other):
+                problem = FOOTPRINT
             else:
                 problem = self.compatible(home, other)
             if problem is None and (self.reaches(home.index, gi, frozenset({gi}))
