@@ -111,7 +111,8 @@ def _cast(n: Node, ea: np.ndarray, v: np.ndarray) -> np.ndarray:
     exact one may lie on either side of a rounding midpoint and round to neighbours a whole ulp
     apart: the source's error plus the rounding of each (at most u|v|, or half the dtype's smallest
     step among subnormals), not one rounding only. A bfloat16 RMSNorm computed in float32 and cast
-    back, as models write it, rounds about 1 element in 3000 so (tests/test_judge.py)."""
+    back, as models write it, has elements that round so (tests/test_judge.py; counted by
+    docs/experiments/2026-12-06e-cpu/rounding.py)."""
     if n.dtype not in dtypes.FLOATS:
         return np.where(ea > 0, INF, 0.0)
     u = dtypes.EPS[n.dtype]
