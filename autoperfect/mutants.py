@@ -299,6 +299,8 @@ def wrong_broadcast(s: Site) -> str:
                 continue
             along, across = (VECTOR_LOADS[x].format(a=a) for x in ("contiguous", "broadcast"))  # vector groups
             if inner == "contiguous" and 0 in strides[:-1]:
+                if a in s.r.staged:  # read from its float16 stage (CRenderer.staged_loop): the row's first element
+                    return s.swap(old, f"ap_f16_load(in{a}[b{a}])")
                 return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]")).replace(along, across)
             if inner == "broadcast":
                 return s.swap(old, old.replace(f"b{a}]", f"b{a} + j]")).replace(across, along)

@@ -148,7 +148,10 @@ INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_
               "_mm512_set1_ps", "_mm512_max_ps", "_mm512_min_ps", "_mm512_abs_ps", "_mm512_sqrt_ps",
               "_mm512_mul_ps", "_mm512_fmadd_ps", "_mm512_fnmadd_ps", "_mm512_roundscale_ps",
               "_mm512_scalef_ps", "_mm512_sub_ps", "_mm512_div_ps", "_mm512_and_ps", "_mm512_andnot_ps",
-              "_mm512_or_ps"}
+              "_mm512_or_ps",
+              # float16 staged through float buffers (cfamily.STAGING)
+              "_mm512_cvtph_ps", "_mm512_cvtps_ph", "_mm512_store_ps", "_mm256_loadu_si256", "_mm256_storeu_si256",
+              "_mm256_cvtph_ps", "_mm256_cvtps_ph", "_mm256_store_ps", "_mm_loadu_si128", "_mm_storeu_si128"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"

@@ -9,6 +9,7 @@ knob is for: where it applies, that it applies, and its edge cases.
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import replace
 
 import numpy as np
@@ -639,8 +640,9 @@ def test_an_elementwise_kernel_that_streams_asks_for_its_inputs_ahead_from_its_c
     assert re.findall(r"__builtin_prefetch\([^;]*;", chunks) == asked and "__builtin_prefetch" not in lines
     assert "ap_ahead" not in BE.render(chain, wide)   # one row: nothing rows ahead
     assert "__builtin_prefetch" not in BE.render(chain, replace(wide, prefetch=0))
-    # rows: a float16 input (32 to a line), a float32 one and a weight row broadcast over the rows
-    mixed = kernel_of(spec_of("m", "def m(x, y, w):\n    return x * y + w\n", x={"shape": [4, 64], "dtype": "float16"},
+    # rows: a bfloat16 input (32 to a line; a float16 one is staged, which streams nothing), a
+    # float32 one and a weight row broadcast over the rows
+    mixed = kernel_of(spec_of("m", "def m(x, y, w):\n    return x * y + w\n", x={"shape": [4, 64], "dtype": "bfloat16"},
                               y={"shape": [4, 64], "dtype": "float32"}, w={"shape": [64], "dtype": "float32"}))
     source = BE.render(mixed, replace(wide, name="m"))
     _, chunks, _ = source.split("for (; jc + ")
@@ -1105,15 +1107,20 @@ def _f16_midpoints() -> np.ndarray:
 def test_float16_is_read_and_written_as_ieee_does_it_for_every_value(tmp_path):
     """The CPU kernels hold float16 as its bits (GCC 12 does not vectorize loops over _Float16):
     every one of the 65536 float16 values reads as the float32 numpy reads it, bit for bit (NaN
-    payloads too), and float32 values are written as numpy rounds them (to nearest, ties to even;
-    subnormals; past 65504 to infinity; NaN stays NaN): every tie, its neighbours and a stride over
-    every float32 bit pattern."""
+    payloads too, a signaling NaN arriving quiet as IEEE 754 and F16C's conversions have it, where
+    numpy keeps it signaling), by the prelude's bit forms and by the staged F16C conversions alike,
+    and float32 values are written as numpy rounds them (to nearest, ties to even; subnormals; past
+    65504 to infinity; NaN stays NaN): every tie, its neighbours and a stride over every float32 bit
+    pattern."""
     every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    read = kernel_of(spec_of("r", "def r(x):\n    return x.astype(mx.float32)\n",
-                             x={"shape": [every.size], "dtype": "float16"}))
-    out = np.zeros(every.size, np.float32)
-    BE.Kernel(read, library(read, Schedule("plain"), tmp_path)).run_numpy([every, out], read.launch)
-    assert np.array_equal(out.view(np.uint32), every.astype(np.float32).view(np.uint32))
+    want = every.astype(np.float32).view(np.uint32) | np.where(np.isnan(every), np.uint32(0x00400000), np.uint32(0))
+    for size in (every.size, every.size - 7):  # staged whole vectors, and a tail in every stage
+        read = kernel_of(spec_of("r", "def r(x):\n    return x.astype(mx.float32)\n",
+                                 x={"shape": [size], "dtype": "float16"}))
+        assert cfamily.CRenderer(read).staged and "ap_f16_widen(" in BE.render(read, Schedule("plain"))
+        out = np.zeros(size, np.float32)
+        BE.Kernel(read, library(read, Schedule("plain"), tmp_path)).run_numpy([every[:size], out], read.launch)
+        assert np.array_equal(out.view(np.uint32), want[:size])
 
     stride = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
     edges = np.float32([65504, 65519.996, 65520, -65520, 65536, 1e10, 2 ** -24, 2 ** -25, 3 * 2 ** -26,
@@ -1131,13 +1138,50 @@ def test_float16_is_read_and_written_as_ieee_does_it_for_every_value(tmp_path):
         assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16)), schedule.name
 
 
+def test_staged_float16_takes_the_same_bits_on_every_target(tmp_path):
+    """The stages' conversions have three paths, chosen by what the compiler targets: AVX-512's,
+    F16C's eight at a time (AVX2 machines) and the prelude's bit forms alone. Built for each, the
+    same source reads every float16 value and writes a million float32 bit patterns alike."""
+    rng = np.random.default_rng(seed_for("staged float16 targets"))
+    cases = (("def r(x):\n    return x.astype(mx.float32) * 2\n", "float16",
+              np.arange(1 << 16, dtype=np.uint32).astype(np.uint16), np.float32),
+             ("def w(x):\n    return x.astype(mx.float16)\n", "float32",
+              rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32), np.uint16))
+    for fn, dtype, x, out_type in cases:
+        k = kernel_of(spec_of(fn[4], fn, x={"shape": [x.size], "dtype": dtype}))
+        source = tmp_path / f"{k.name}.c"
+        source.write_text(BE.render(k, Schedule("plain")))
+        outs = []
+        for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"], ["-march=x86-64"])):
+            lib = tmp_path / f"{k.name}_{n}.so"
+            subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-o", str(lib), str(source), "-lm"],
+                           check=True)
+            outs.append(np.zeros(x.size, out_type))
+            BE.Kernel(k, str(lib), "ctypes").run_numpy([x, outs[-1]], k.launch)
+        assert all(np.array_equal(outs[0].view(np.uint8), o.view(np.uint8)) for o in outs[1:]), fn
+
+
 def test_no_float16_arithmetic_is_left_to_the_compiler():
-    """A float16 kernel reads, rounds and writes through the prelude's bit forms only."""
-    k = kernel_of(spec_of("s", "def s(x):\n    return x * mx.sigmoid(x)\n", x={"shape": [4, 64], "dtype": "float16"}))
-    for schedule in cpu.schedules_for(k):
-        source = BE.render(k, schedule)
-        assert "_Float16" not in source.split("static inline float ap_round_f16")[1], schedule.name
-        assert "ap_f16_load(in0[" in source and "ap_f16_store(" in source and "ap_round_f16(" in source
+    """A float16 kernel reads, rounds and writes through the prelude's bit forms and the staged
+    F16C conversions only: an elementwise kernel stages its contiguous float16 input and its output
+    through float buffers, a per-row float16 value (broadcast along the row) is read by the bit form; an exact kernel rounds
+    every op, an inexact one keeps float32 between its ops (CRenderer.rounded)."""
+    inexact = kernel_of(spec_of("s", "def s(x, w):\n    return x * mx.sigmoid(x) * w\n",
+                                x={"shape": [4, 64], "dtype": "float16"}, w={"shape": [4, 1], "dtype": "float16"}))
+    exact = kernel_of(spec_of("e", "def e(x, w):\n    return x * w + x\n",
+                              x={"shape": [4, 64], "dtype": "float16"}, w={"shape": [4, 1], "dtype": "float16"}))
+    for k, rounds in ((inexact, False), (exact, True)):
+        row, broadcast = (next(a for a, arg in enumerate(k.inputs) if arg.inner == inner)
+                          for inner in ("contiguous", "broadcast"))
+        for schedule in cpu.schedules_for(k):
+            source = BE.render(k, schedule)
+            body = source.split("void " + k.name)[1]
+            assert "_Float16" not in body, schedule.name
+            assert f"ap_f16_widen(in{row} + b{row} + jc" in body and "ap_f16_narrow(" in body, schedule.name
+            assert f"ap_f16_load(in{broadcast}[b{broadcast}])" in body and "ap_f16_store(" in body, schedule.name
+            assert ("ap_round_f16(" in body) is rounds, schedule.name
+            verdict = static.check(source, "cpu", k.name)
+            assert verdict.passed, (schedule.name, verdict.reason)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

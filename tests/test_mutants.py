@@ -83,6 +83,29 @@ def test_every_planted_mutant_is_rejected(name, build_dir):
         assert not verdict["passed"], f"the {m.bug} mutant passed:\n{m.diff}"
 
 
+def test_the_bugs_of_a_staged_float16_kernel_land_in_its_stages(build_dir):
+    """A float16 elementwise kernel stages its rows through float buffers (CRenderer.staged_loop):
+    the loop bugs land in the loop that stores each stage's last elements, a weight row read as a
+    scalar reads its first element, a misread input reads another's stage; every one is rejected
+    on rows of a stage and a part of one, the part longer than its whole vectors."""
+    inputs = {"x": {"shape": [6, 300], "dtype": "float16"}, "y": {"shape": [6, 300], "dtype": "float16"},
+              "w": {"shape": [300], "dtype": "float16"}}
+    spec = parse_op("staged", {"fn": "def staged(x, y, w):\n    return x * w + y\n", "inputs": inputs})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    source = BE.render(k, BE.schedules_for(k)[0])
+    assert "ap_f16_widen(" in source and "ap_f16_narrow(" in source
+    planted = {m.bug: m for m in plant(k, source) if isinstance(m, Mutant)}
+    assert {"off_by_one", "skipped_tail", "wrong_row", "wrong_broadcast", "wrong_input", "partial_write"} <= set(planted)
+    assert "+    ap_h0[j - jc] = " not in planted["off_by_one"].diff and "out3[r * N + j]" in planted["off_by_one"].diff
+    for bug, m in planted.items():
+        if bug == "race":  # test_a_planted_race_is_rejected: a shape where threads meet
+            continue
+        built = BE.build(m.source, build_dir)
+        assert built.ok, built.log
+        verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(), None)
+        assert not verdict["passed"], f"the {bug} mutant passed:\n{m.diff}"
+
+
 @pytest.mark.skipif(BE.vmath_object() is None, reason="our vector math does not build here")
 def test_mutants_land_in_the_sigmoid_form_s_statements(build_dir):
     """A `_sigmoid` source spells kernel_ir.sigmoid_form's body, so the bugs are planted in its
