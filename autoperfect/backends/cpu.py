@@ -96,7 +96,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         kept = stash(kernel, plan(kernel)) if kernel.kind == "row" else None
         if kept:
             stashed = replace(MATH_SCHEDULES[1], name="libmvec_stash", stash=True)
-            found += (stashed, wide(stashed))
+            # no float32 output to keep it in: the stack's buffer alone (a scratch stash)
+            found += (stashed, wide(stashed)) if kept.arg is not None else ()
             if not any(kernel.body[i].op in ULP_BOUND for i in kept.final_elem if i != kept.value):
                 found += (scratch(stashed),)
         if functions <= OWN_MATH.keys() and vmath_object() is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..kernel_ir import KernelIR
 from ..ops import REDUCE, ULP_BOUND, Op
 
@@ -102,10 +103,13 @@ def nan_carried(k: KernelIR, r: int) -> bool:
 @dataclass(frozen=True)
 class Stash:
     """Keep one per-element value of the last reducing pass in an output row instead of recomputing it
-    in the final pass (softmax's exp: one exp per element instead of two). The value is float32 and
-    the output is float32, so the final pass reads back exactly what it would have computed."""
+    in the final pass (softmax's exp: one exp per element instead of two). The value is a float (an
+    inexact kernel keeps its 16-bit values in float32: CRenderer.rounded) and is kept as a float, in
+    a float32 output's row or in a buffer on the stack, so the final pass reads back exactly what it
+    would have computed. Where no output is float32 (`arg` None) only the stack's buffer holds it:
+    longer rows than it holds recompute the value (CRenderer.render_row)."""
     value: int                    # the elem instruction stored by the last reducing pass
-    arg: int                      # the float32 elem output whose row holds it until overwritten
+    arg: int | None               # the float32 elem output whose row holds it until overwritten
     final_elem: tuple[int, ...]   # the final pass with `value` read back instead of recomputed
 
 
@@ -118,14 +122,14 @@ def stash(k: KernelIR, p: Plan) -> Stash | None:
     stores = [k.body[i] for i in p.final_elem if k.body[i].op is Op.STORE]
     outs = [s.attr("arg") for s in stores if k.args[s.attr("arg")].dtype == "float32"]
     shared = set(p.passes[-1].elem) & set(p.final_elem)
-    costly = [i for i in sorted(shared) if k.body[i].dtype == "float32"
+    costly = [i for i in sorted(shared) if k.body[i].dtype in dtypes.FLOATS
               and any(k.body[c].op in ULP_BOUND for c in cone(k, [i]))]
-    if not outs or not costly:
+    if not costly:
         return None
     value = costly[-1]
     roots = [s.srcs[0] for s in stores]
     final = cone(k, roots, frozenset({value})) + tuple(s.id for s in stores)
-    return Stash(value, outs[0], final)
+    return Stash(value, outs[0] if outs else None, final)
 
 
 @dataclass(frozen=True)
