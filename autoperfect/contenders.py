@@ -106,7 +106,7 @@ def agrees(got: list[np.ndarray], ref: list[np.ndarray], kinds: list[str] | None
         scale = np.max(np.abs(r[np.isfinite(r)]), initial=1.0)
         tolerance = max(1e-3, 8 * dtypes.EPS.get(kind, 0.0))
         return g.shape == r.shape and bool(np.all(np.abs(g - r) <= tolerance * scale))
-    kinds = list(kinds or ()) + ["float32"] * (len(ref) - len(kinds or ()))
+    kinds = kinds or ["float32"] * len(ref)
     return len(got) == len(ref) and all(close(g, r, k) for g, r, k in zip(got, ref, kinds))
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from autoperfect import backends, dtypes, static
+from autoperfect import backends, dtypes, judge, static
 from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
 from autoperfect.backends.schedule import nan_carried
@@ -159,8 +159,7 @@ def test_a_sixteen_bit_softmax_stashes_its_exps_on_the_stack_alone(shape, dtype,
     assert stashed and all(s.scratch for s in stashed), [s.name for s in stashed]
     rng = np.random.default_rng(seed_for("sixteen-bit stash", dtype, str(shape)))
     x = dtypes.round_to(rng.standard_normal(shape) * 4, dtype).astype(np.float32)
-    bits = (x.astype(np.float16).view(np.uint16) if dtype == "float16"
-            else (x.view(np.uint32) >> 16).astype(np.uint16))
+    bits = judge.storage(x, dtype)
     for schedule in stashed:
         source = BE.render(k, schedule)
         assert "ap_row[j] = v" in source and f"if (N > {cfamily.SCRATCH_ROW}) {{" in source

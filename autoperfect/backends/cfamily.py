@@ -419,19 +419,19 @@ class CRenderer(CFamily):
         # the rewritten body keeps the kernel's name, which its library is called by
         self.symbol = kernel.name
         super().__init__(sigmoid_form(kernel) if schedule.sigmoid else kernel, schedule)
+        self.exact = exact(kernel)
         if schedule.lanes:
             self.simd = f"{self.simd} simdlen({schedule.lanes})"
         if schedule.own_math:
             self.unary = {op: own_math(t) for op, t in self.unary.items()}
             self.binary = {op: own_math(t) for op, t in self.binary.items()}
         # per-row divisors of per-element divisions, each inverted once per row (Schedule.reciprocal)
-        invert = schedule.reciprocal and not exact(kernel)
+        invert = schedule.reciprocal and not self.exact
         self.inverted = frozenset(i.srcs[1] for i in kernel.body if invert and i.op is Op.DIV
                                   and i.space == "elem" and kernel.body[i.srcs[1]].space == "row")
         # max and min reductions that keep a NaN flag (those whose NaN every output carries anyway don't)
         self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
                                  and not nan_carried(kernel, i.id))
-        self.exact = exact(kernel)
         self.staged = self.staging()
 
     def rounded(self, ins: Instr, expr: str) -> str:
@@ -792,7 +792,7 @@ class CRenderer(CFamily):
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
         out += self.streaming_prelude() if self.streams() else []
-        if self.s.contract and not exact(self.k):  # the build's -ffp-contract=off, lifted for this kernel
+        if self.s.contract and not self.exact:  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)
         if self.s.sigmoid:
             out.append(SIGMOID_NOTE)
@@ -1095,8 +1095,6 @@ class CRenderer(CFamily):
         ahead = prefetched if self.s.prefetch > 0 and stores else []
         piped = self.pipes()
         final = list(st.final_elem) if st else list(p.final_elem)
-        # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose kept stash is in the thread's buffer
-        held = self.reading(st, "ap_buf[j]")
         lines = ["  for (int64_t r = 0; r < R; r++) {"]
         lines += self.offsets("    ")
         lines += self.next_head(final)
@@ -1107,25 +1105,26 @@ class CRenderer(CFamily):
                       else "    float *ap_row = ap_buf;"]  # no float32 output: longer rows recompute
         lines += [f"    {self.assign(i)}" for i in p.row_before]
         if st and st.arg is None:  # rows the buffer holds stash (last: a planted loop bug lands there)
-            recomputed = self.row_passes(p, None, ahead, False, list(p.final_elem), held)
-            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in recomputed), "    } else {",
-                      *(f"  {line}" for line in self.row_passes(p, st, ahead, False, final, held)), "    }"]
+            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in self.row_passes(p, None, ahead, False)),
+                      "    } else {", *(f"  {line}" for line in self.row_passes(p, st, ahead, False)), "    }"]
         else:
-            lines += self.row_passes(p, st, ahead, piped, final, held)
+            lines += self.row_passes(p, st, ahead, piped)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
-        flag, before, after = self.piped_frame(final, held) if piped else ([], [], [])
+        # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose kept stash is in the thread's buffer
+        flag, before, after = self.piped_frame(final, self.reading(st, "ap_buf[j]")) if piped else ([], [], [])
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
 
     def reading(self, st, stashed: str) -> dict[int, list[str]] | None:
         """A final pass's lines_for: stash `st`'s value read back from `stashed` instead of recomputed."""
         return {st.value: [f"const float {self.name(st.value)} = {stashed};"]} if st else None
 
-    def row_passes(self, p, st, ahead: list[int], piped: bool, final: list[int],
-                   held: dict[int, list[str]] | None) -> list[str]:
+    def row_passes(self, p, st, ahead: list[int], piped: bool) -> list[str]:
         """A row's reducing passes and its final pass (render_row), stash `st` kept by the last
         reducing pass and read back by the final one."""
+        final = list(st.final_elem) if st else list(p.final_elem)
+        held = self.reading(st, "ap_buf[j]")  # a piped row's kept stash, in the thread's buffer
         row, index = ("ap_row", "j") if self.s.scratch else (f"out{st.arg}" if st else "", "r * N + j")
         kept = f"{row}[{index}]" if st else ""
         keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}

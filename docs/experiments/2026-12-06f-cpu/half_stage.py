@@ -13,9 +13,6 @@ float16 ulps is printed, and for `before` and `both` the largest error against t
 and how many elements each has nearer it. Run: python half_stage.py [rows] (PYTHONPATH at a checkout, the
 warm-allocator env; rows default 4096, of 2048).
 """
-import importlib.util
-import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -24,9 +21,9 @@ from autoperfect import backends, bench
 from autoperfect.backends import cfamily, cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
+from sources_same import load  # beside this script
 
 BEFORE = "6fa48f4"
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 BE = backends.get("cpu")
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
 SHAPE = [ROWS, 2048]
@@ -47,15 +44,7 @@ EXACT = {
 
 
 def old_module():
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE}:autoperfect/backends/cfamily.py"],
-                          capture_output=True, text=True, check=True).stdout
-    spec = importlib.util.spec_from_loader("autoperfect.backends.cfamily_before", loader=None)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = "autoperfect.backends"
-    module.__file__ = cfamily.__file__  # its vector header sits beside it
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    exec(compile(text, "cfamily_before.py", "exec"), module.__dict__)
-    return module
+    return load(BEFORE, "autoperfect/backends/cfamily.py", "cfamily_before")
 
 
 class F32Only(cfamily.CRenderer):

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from autoperfect import backends, bench, dtypes
+from autoperfect import backends, bench, dtypes, judge
 from autoperfect.backends import cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
@@ -31,7 +31,7 @@ def main() -> None:
         spec = parse_op(name, {"fn": fn, "inputs": {"x": {"shape": SHAPE, "dtype": dtype}}})
         (k,) = [k for k in front(spec).kernels if k is not None]
         x = dtypes.round_to(rng.standard_normal(SHAPE) * 3, dtype).astype(np.float32)
-        bits = x.astype(np.float16).view(np.uint16) if dtype == "float16" else (x.view(np.uint32) >> 16).astype(np.uint16)
+        bits = judge.storage(x, dtype)
         copies = [bits.copy() for _ in range(COPIES)]
         calls, outs = {}, {}
         for s in cpu.schedules_for(k):

@@ -17,8 +17,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 COMMIT = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
 
 
-def load(path: str, name: str):
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{COMMIT}:{path}"], capture_output=True, text=True,
+def load(commit: str, path: str, name: str):
+    """The module at `path` as it was at `commit`, loaded as autoperfect.backends.`name` (half_stage.py
+    uses it too)."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True,
                           check=True).stdout
     spec = importlib.util.spec_from_loader(f"autoperfect.backends.{name}", loader=None)
     module = importlib.util.module_from_spec(spec)
@@ -29,7 +31,7 @@ def load(path: str, name: str):
 
 
 def main() -> None:
-    old = load("autoperfect/backends/cfamily.py", "cfamily_then")
+    old = load(COMMIT, "autoperfect/backends/cfamily.py", "cfamily_then")
     differ = same = 0
     for config in [ROOT / "config.yaml", *sorted((ROOT / "configs").glob("*.yaml"))]:
         ops = (yaml.safe_load(config.read_text()) or {}).get("ops", {})
