@@ -1,7 +1,8 @@
 """Every CPU source the pipeline would build for the ops of config.yaml and configs/*.yaml, rendered
 by this checkout's cfamily.py and by a commit's (default HEAD, loaded from git), compared text for
-text: `python sources_same.py [commit]` (PYTHONPATH at a checkout) prints the kernels and
-schedules whose source differs and the schedules only one side offers."""
+text: `python sources_same.py [commit] [--functions]` (PYTHONPATH at a checkout) prints the kernels
+and schedules whose source differs; with --functions only the kernel functions are compared (from
+`void NAME(` on: not the prelude of helpers every source carries)."""
 import importlib.util
 import pathlib
 import subprocess
@@ -14,7 +15,13 @@ from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-COMMIT = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+ARGS = [a for a in sys.argv[1:] if a != "--functions"]
+COMMIT = ARGS[0] if ARGS else "HEAD"
+FUNCTIONS = "--functions" in sys.argv
+
+
+def compared(source: str, name: str) -> str:
+    return source[source.index(f"void {name}("):] if FUNCTIONS else source
 
 
 def load(commit: str, path: str, name: str):
@@ -47,7 +54,7 @@ def main() -> None:
                         then = old.CRenderer(k, s).render()
                     except Exception as e:  # noqa: BLE001
                         then = f"error {e}"
-                    if then == cfamily.CRenderer(k, s).render():
+                    if compared(then, k.name) == compared(cfamily.CRenderer(k, s).render(), k.name):
                         same += 1
                     else:
                         differ += 1
