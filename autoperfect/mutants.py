@@ -280,7 +280,7 @@ def uninitialized_accumulator(s: Site) -> str:
     m = re.search(rf"float a{ins.id} = [^;]+;", s.source)
     if m is None:
         raise Skip(f"the renderer's accumulator a{ins.id} is not in the source")
-    return s.source[:m.start()] + f"float a{ins.id};" + s.source[m.end():]
+    return s.swap(m.group(), f"float a{ins.id};")  # in every form of the row (CRenderer.render_row's branches)
 
 
 def wrong_broadcast(s: Site) -> str:

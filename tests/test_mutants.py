@@ -83,20 +83,30 @@ def test_every_planted_mutant_is_rejected(name, build_dir):
         assert not verdict["passed"], f"the {m.bug} mutant passed:\n{m.diff}"
 
 
-def test_the_bugs_of_a_staged_float16_kernel_land_in_its_stages(build_dir):
-    """A float16 elementwise kernel stages its rows through float buffers (CRenderer.staged_loop):
-    the loop bugs land in the loop that stores each stage's last elements, a weight row read as a
-    scalar reads its first element, a misread input reads another's stage; every one is rejected
-    on rows of a stage and a part of one, the part longer than its whole vectors."""
-    inputs = {"x": {"shape": [6, 300], "dtype": "float16"}, "y": {"shape": [6, 300], "dtype": "float16"},
-              "w": {"shape": [300], "dtype": "float16"}}
-    spec = parse_op("staged", {"fn": "def staged(x, y, w):\n    return x * w + y\n", "inputs": inputs})
+STAGED = {  # (the op, its inputs, the stored output's last loop as the renderer writes it)
+    "elementwise": ("def staged(x, y, w):\n    return x * w + y\n", ("x", "y", "w"),
+                    "out3[r * N + j] = ap_f16_store(ap_h3[j - jc]);"),
+    "rows": ("def staged(x, w):\n    return w * (x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-5))\n",
+             ("x", "w"), "out2[r * N + j] = ap_f16_store(ap_h2[j]);"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STAGED))
+def test_the_bugs_of_a_staged_float16_kernel_land_in_its_stages(kind, build_dir):
+    """A float16 kernel stages its rows through float buffers (CRenderer.staged_loop, an elementwise
+    kernel's a chunk at a time; staged_row, a row kernel's a row at a time): the loop bugs land in
+    the loop that stores each stage's last elements, a weight row read as a scalar reads its first
+    element, a misread input reads another's stage; every one is rejected on rows of a stage and a
+    part of one, the part longer than its whole vectors."""
+    fn, names, stored = STAGED[kind]
+    inputs = {n: {"shape": [300] if n == "w" else [6, 300], "dtype": "float16"} for n in names}
+    spec = parse_op("staged", {"fn": fn, "inputs": inputs})
     (k,) = [k for k in front(spec).kernels if k is not None]
     source = BE.render(k, BE.schedules_for(k)[0])
     assert "ap_f16_widen(" in source and "ap_f16_narrow(" in source
     planted = {m.bug: m for m in plant(k, source) if isinstance(m, Mutant)}
     assert {"off_by_one", "skipped_tail", "wrong_row", "wrong_broadcast", "wrong_input", "partial_write"} <= set(planted)
-    assert "+    ap_h0[j - jc] = " not in planted["off_by_one"].diff and "out3[r * N + j]" in planted["off_by_one"].diff
+    assert f"j <= {'je' if kind == 'elementwise' else 'N'}; j++) {stored}" in planted["off_by_one"].diff
     for bug, m in planted.items():
         if bug == "race":  # test_a_planted_race_is_rejected: a shape where threads meet
             continue

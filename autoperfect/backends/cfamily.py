@@ -7,11 +7,13 @@ structure CUDA and Metal share: a grid-stride elementwise loop, and row kernels 
 threads per row; backends/cuda.py and backends/metal.py spell it out.
 
 Per-element values are computed in float whatever their storage type; float16 and bfloat16 results
-are rounded after every op, as the reference does, so exact ops stay bit-exact.
+are rounded after every op where the kernel's arithmetic is exact, as the reference does, so exact
+ops stay bit-exact (CRenderer keeps float32 between the ops of an inexact kernel).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -210,6 +212,22 @@ static inline int64_t ap_f16_narrow(const float *src, uint16_t *dst, int64_t n) 
   return q;
 }
 """
+# bfloat16 rows staged alike (CRenderer.staging): its widening a shift, its narrowing the prelude's
+# rounding, both loops the compiler vectorizes; the narrowing's whole groups of 16, as float16's.
+STAGING_BF16 = """\
+static inline void ap_bf16_widen(const uint16_t *src, float *dst, int64_t n) {
+#pragma omp simd
+  for (int64_t q = 0; q < n; q++) dst[q] = ap_bf16_load(src[q]);
+}
+static inline int64_t ap_bf16_narrow(const float *src, uint16_t *dst, int64_t n) {
+  const int64_t m = n - n % 16;
+#pragma omp simd
+  for (int64_t q = 0; q < m; q++) dst[q] = ap_bf16_store(src[q]);
+  return m;
+}
+"""
+# the spelling of each 16-bit type's helpers: ap_f16_load, ap_bf16_widen, ...
+TAG = {"float16": "f16", "bfloat16": "bf16"}
 
 
 def shifted_from(split: int) -> int:
@@ -433,6 +451,8 @@ class CRenderer(CFamily):
         self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
                                  and not nan_carried(kernel, i.id))
         self.staged = self.staging()
+        # a staged value's place in its buffer: an elementwise chunk's from jc, a row's from 0
+        self.stage_index = "j - jc" if kernel.kind == "elementwise" else "j"
 
     def rounded(self, ins: Instr, expr: str) -> str:
         """An inexact kernel keeps its 16-bit ops' values in float32 up to the store (or an explicit
@@ -444,12 +464,16 @@ class CRenderer(CFamily):
         return super().rounded(ins, expr) if self.exact else expr
 
     def staging(self) -> frozenset[int]:
-        """The arguments an elementwise kernel stages through float buffers (`staged_loop`): its
-        float16 per-element outputs and contiguous inputs. GCC vectorizes the prelude's bit forms
-        at some 20 integer operations a vector; F16C converts a vector in one instruction."""
-        if self.k.kind != "elementwise":
-            return frozenset()
-        return frozenset(a for a, arg in enumerate(self.k.args) if arg.dtype == "float16" and arg.space == "elem"
+        """The arguments a kernel stages through float buffers: its float16 per-element outputs and
+        contiguous inputs, an elementwise kernel's a chunk at a time (`staged_loop`), a row kernel's
+        a row at a time (`staged_row`); a scratch stash's bfloat16 ones too. GCC vectorizes the
+        prelude's float16 bit forms at some 20 integer operations a vector; F16C converts a vector
+        in one instruction. A bfloat16 value widens by a shift, which costs a memory-bound loop
+        nothing: staged, bfloat16 RMSNorm and LayerNorm 4096x2048 ran 0.57-0.65x as fast, softmax
+        with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
+        2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
+        types = ("float16", "bfloat16") if self.k.kind != "elementwise" and self.s.scratch else ("float16",)
+        return frozenset(a for a, arg in enumerate(self.k.args) if arg.dtype in types and arg.space == "elem"
                          and (arg.role == "out" or arg.inner == "contiguous"))
 
     def accumulate(self, r: int, acc: str, v: str, nan: str) -> str:
@@ -459,7 +483,7 @@ class CRenderer(CFamily):
 
     def expr(self, ins: Instr) -> str:
         if ins.op is Op.DIV and ins.srcs[1] in self.inverted:
-            return self.round(f"({self.name(ins.srcs[0])} * q{ins.srcs[1]})", ins.dtype)
+            return self.rounded(ins, f"({self.name(ins.srcs[0])} * q{ins.srcs[1]})")
         return super().expr(ins)
 
     def row_value(self, i: int, value: str, ctype: str | None = None) -> str:
@@ -471,7 +495,7 @@ class CRenderer(CFamily):
         a = ins.attr("arg")
         arg = self.k.args[a]
         if a in self.staged and ins.space == "elem":
-            return f"ap_h{a}[j - jc]"
+            return f"ap_h{a}[{self.stage_index}]"
         index = {"contiguous": f"b{a} + j", "broadcast": f"b{a}", "strided": f"b{a} + j * s{a}",
                  "row": f"b{a}"}[arg.inner if ins.space == "elem" else "row"]
         raw = f"in{a}[{index}]"
@@ -483,7 +507,7 @@ class CRenderer(CFamily):
             a = ins.attr("arg")
             v = self.name(ins.srcs[0])
             if a in self.staged:
-                return f"ap_h{a}[j - jc] = {v};"
+                return f"ap_h{a}[{self.stage_index}] = {v};"
             value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"ap_f16_store({v})",
                      "bool": f"(uint8_t){v}"}.get(self.k.args[a].dtype, v)
             return f"out{a}[{'r * N + j' if ins.space == 'elem' else 'r'}] = {value};"
@@ -783,11 +807,13 @@ class CRenderer(CFamily):
         body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers]
-        if self.staged:  # F16C's conversions
+        if any(self.k.args[a].dtype == "float16" for a in self.staged):  # F16C's conversions
             out += ["#if defined(__AVX512F__) || defined(__F16C__)", f"#include <{self.includes[2]}>", "#endif"]
         elif not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
-        out += self.vector_math_declarations() + ["", PRELUDE] + ([STAGING] if self.staged else [])
+        staged = {self.k.args[a].dtype for a in self.staged}
+        out += self.vector_math_declarations() + ["", PRELUDE]
+        out += [text for dtype, text in (("float16", STAGING), ("bfloat16", STAGING_BF16)) if dtype in staged]
         inlined = called(VECTOR16_OWN_NAMES, "\n".join(body))
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
@@ -842,7 +868,7 @@ class CRenderer(CFamily):
         """Non-temporal stores: asked for, and every per-element output is float32 (one vector
         store per AVX register; a narrower type would need packing first), and no float16 staged."""
         outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
-        return bool(self.s.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staged
+        return bool(self.s.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staging()
 
     def streaming_prelude(self) -> list[str]:
         return ["#if defined(__AVX512F__)",
@@ -995,14 +1021,42 @@ class CRenderer(CFamily):
         lines = [f"{indent}for (int64_t jc = {lo}; jc < {hi}; jc += {STAGE}) {{",
                  f"{inner}const int64_t je = jc + {STAGE} < {hi} ? jc + {STAGE} : {hi};"]
         lines += [f"{inner}float ap_h{a}[{STAGE}] __attribute__((aligned(64)));" for a in sorted(self.staged)]
-        lines += [f"{inner}ap_f16_widen(in{a} + b{a} + jc, ap_h{a}, je - jc);"
-                  for a in self.contiguous_inputs(body) if a in self.staged]
+        lines += self.widen(inner, body, "jc", "je - jc")
         lines += self.loop(inner, body, "jc", "je")
+        return lines + self.narrow(inner, body, "jc", "je") + [f"{indent}}}"]
+
+    def widen(self, indent: str, body: list[int], lo: str, count: str) -> list[str]:
+        """Each staged input `body` reads, `count` elements from column `lo` widened into its buffer."""
+        return [f"{indent}ap_{TAG[self.k.args[a].dtype]}_widen(in{a} + b{a} + {lo}, ap_h{a}, {count});"
+                for a in self.contiguous_inputs(body) if a in self.staged]
+
+    def narrow(self, indent: str, body: list[int], lo: str, hi: str) -> list[str]:
+        """Each staged output `body` stores, columns lo..hi narrowed from its buffer: whole vectors by
+        ap_f16_narrow, the rest by a loop of the prelude's bit form."""
+        lines = []
         for a in self.elem_outputs(body):
             if a in self.staged:
-                lines += [f"{inner}const int64_t jn{a} = jc + ap_f16_narrow(ap_h{a}, out{a} + r * N + jc, je - jc);",
-                          f"{inner}for (int64_t j = jn{a}; j < je; j++) out{a}[r * N + j] = ap_f16_store(ap_h{a}[j - jc]);"]
-        return lines + [f"{indent}}}"]
+                tag = TAG[self.k.args[a].dtype]
+                lines += [f"{indent}const int64_t jn{a} = {lo} + ap_{tag}_narrow(ap_h{a}, out{a} + r * N + {lo}, {hi} - {lo});",
+                          f"{indent}for (int64_t j = jn{a}; j < {hi}; j++) out{a}[r * N + j] = ap_{tag}_store(ap_h{a}[{self.stage_index}]);"]
+        return lines
+
+    def staged_row(self, p, st, ahead: list[int]) -> list[str]:
+        """A row kernel's row of at most SCRATCH_ROW elements, its float16 inputs widened into float
+        buffers on the thread's stack before the passes (every pass then reads floats: softmax's
+        three) and its float16 outputs narrowed from theirs after the final pass; the same passes as
+        the plain row's, so the same values: the conversions are exact both ways (round_f16.c)."""
+        every = [i for rp in p.passes for i in rp.elem] + list(st.final_elem if st else p.final_elem)
+        lines = [f"    float ap_h{a}[{SCRATCH_ROW}] __attribute__((aligned(64)));" for a in sorted(self.staged)]
+        lines += self.widen("    ", every, "0", "N")
+        lines += self.row_passes(p, st, ahead, False)
+        return lines + self.narrow("    ", every, "0", "N")
+
+    def unstaged(self) -> "CRenderer":
+        """This renderer with nothing staged: a row kernel's rows longer than the stack's buffers."""
+        plain = copy.copy(self)
+        plain.staged = frozenset()
+        return plain
 
     def render_elementwise(self) -> list[str]:
         p = plan(self.k)
@@ -1104,9 +1158,11 @@ class CRenderer(CFamily):
             lines += [f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;" if st.arg is not None
                       else "    float *ap_row = ap_buf;"]  # no float32 output: longer rows recompute
         lines += [f"    {self.assign(i)}" for i in p.row_before]
-        if st and st.arg is None:  # rows the buffer holds stash (last: a planted loop bug lands there)
-            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in self.row_passes(p, None, ahead, False)),
-                      "    } else {", *(f"  {line}" for line in self.row_passes(p, st, ahead, False)), "    }"]
+        if self.staged or (st and st.arg is None):  # rows the stack holds (last: a planted loop bug lands there)
+            longer = self.unstaged().row_passes(p, st if st and st.arg is not None else None, ahead, False)
+            held = self.staged_row(p, st, ahead) if self.staged else self.row_passes(p, st, ahead, False)
+            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in longer),
+                      "    } else {", *(f"  {line}" for line in held), "    }"]
         else:
             lines += self.row_passes(p, st, ahead, piped)
         lines += [f"    {self.assign(i)}" for i in p.row_stores]
