@@ -8,6 +8,7 @@ bits; a schedule without a fixed vector width leaves it to the compiler for each
 plain reduction's order and which of libmvec's vector functions runs). The staged renderer stages a
 bfloat16 row only in a scratch stash's schedules; `everywhere` (bfloat16 ops) stages it in every one. Run: python row_stage.py
 [rows] (PYTHONPATH at a checkout, the warm-allocator env; rows default 4096, of 2048)."""
+import pathlib
 import sys
 
 import numpy as np
@@ -16,7 +17,8 @@ from autoperfect import backends, bench, dtypes, judge
 from autoperfect.backends import cfamily, cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
-from sources_same import load  # beside this script
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "2026-12-06f-cpu"))
+from sources_same import load  # noqa: E402 - 2026-12-06f's, which loads a module as it was at a commit
 
 BEFORE = "8e90686"
 BE = backends.get("cpu")
