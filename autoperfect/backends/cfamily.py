@@ -866,7 +866,7 @@ class CRenderer(CFamily):
     # -- streaming stores -------------------------------------------------------------------------------
     def streams(self) -> bool:
         """Non-temporal stores: asked for, and every per-element output is float32 (one vector
-        store per AVX register; a narrower type would need packing first), and no float16 staged."""
+        store per AVX register; a narrower type would need packing first), and nothing staged."""
         outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
         return bool(self.s.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staging()
 
@@ -1032,7 +1032,7 @@ class CRenderer(CFamily):
 
     def narrow(self, indent: str, body: list[int], lo: str, hi: str) -> list[str]:
         """Each staged output `body` stores, columns lo..hi narrowed from its buffer: whole vectors by
-        ap_f16_narrow, the rest by a loop of the prelude's bit form."""
+        ap_f16_narrow (ap_bf16_narrow), the rest by a loop of the prelude's bit form."""
         lines = []
         for a in self.elem_outputs(body):
             if a in self.staged:
@@ -1042,10 +1042,11 @@ class CRenderer(CFamily):
         return lines
 
     def staged_row(self, p, st, ahead: list[int]) -> list[str]:
-        """A row kernel's row of at most SCRATCH_ROW elements, its float16 inputs widened into float
-        buffers on the thread's stack before the passes (every pass then reads floats: softmax's
-        three) and its float16 outputs narrowed from theirs after the final pass; the same passes as
-        the plain row's, so the same values: the conversions are exact both ways (round_f16.c)."""
+        """A row kernel's row of at most SCRATCH_ROW elements, its staged 16-bit inputs widened into
+        float buffers on the thread's stack before the passes (every pass then reads floats:
+        softmax's three) and its staged outputs narrowed from theirs after the final pass; the same
+        passes as the plain row's over the same values, as the conversions give the bit forms' bits
+        both ways (docs/experiments/2026-12-06f-cpu/round_f16.c)."""
         every = [i for rp in p.passes for i in rp.elem] + list(st.final_elem if st else p.final_elem)
         lines = [f"    float ap_h{a}[{SCRATCH_ROW}] __attribute__((aligned(64)));" for a in sorted(self.staged)]
         lines += self.widen("    ", every, "0", "N")
