@@ -849,17 +849,19 @@ def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
 
 @pytest.mark.parametrize("fn, dtype, schedule, vectorized", [
     ("mx.max(x, axis=-1)", "float32", Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
-    ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "float16",
+    ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "bfloat16",
      Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
+    ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "float16",
+     Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.softmax(x, axis=-1)", "float32", Schedule("v", vector_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.sum(mx.sigmoid(x), axis=-1)", "float32",
      Schedule("v", own_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 0),
     ("mx.sum(x, axis=-1)", "float32", Schedule("v", lanes=16, split=24, vectors=True), 0),
-], ids=["max-stored-keeps-its-nan-flag", "float16", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
+], ids=["max-stored-keeps-its-nan-flag", "bfloat16", "float16-in-registers", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
 def test_no_vector_groups_where_a_group_has_no_vector_form(fn, dtype, schedule, vectorized):
     """The vector groups stand in only where every instruction of a group has a vector spelling
-    here and each partial result fills whole vectors: a max that keeps its NaN flag, a 16-bit value,
-    libmvec's exp (its vector bits differ from its scalar tail's: softmax's max pass alone goes
+    here and each partial result fills whole vectors: a max that keeps its NaN flag, a bfloat16
+    value (a float16 one has F16C's conversions: CRenderer.vector_expr), libmvec's exp (its vector bits differ from its scalar tail's: softmax's max pass alone goes
     into vectors), a select, a split of 24 keep the `omp simd` groups."""
     k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 256], "dtype": dtype}))
     source = BE.render(k, schedule)
@@ -1225,7 +1227,8 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
     for schedule in schedules:
         source = BE.render(k, schedule)
         body = source.split("void " + k.name)[1]
-        staged = dtype == "float16" or schedule.scratch
+        # float16 in registers where every pass has an AVX-512 form (CRenderer.vector_final)
+        staged = (dtype == "float16" and not (schedule.vectors and not schedule.stash)) or schedule.scratch
         assert (f"ap_{tag}_widen(in0 + b0 + 0, ap_h0, N);" in body) is staged, schedule.name
         if staged:
             assert f"ap_{tag}_widen(in1 + b1 + 0, ap_h1, N);" in body and f"if (N > {cfamily.SCRATCH_ROW})" in body
@@ -1242,6 +1245,34 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
             verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
                                        seed_for("16-bit staged rows judge"))
             assert verdict["passed"], (schedule.name, verdict["reason"])
+
+
+@pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
+def test_a_float16_row_kernel_in_avx512_vectors_converts_in_registers_with_the_same_bits(tmp_path):
+    """A row kernel's vectors schedule (`rows_v16_fma`) reads and writes float16 by F16C in its
+    AVX-512 groups and final pass (CRenderer.vector_final), nothing staged; built for AVX2 the same
+    source runs its `omp simd` loops through the bit forms instead: the same bits both ways, on rows
+    with a part of a vector left over, and the judge passes it."""
+    spec = spec_of("rmsnorm", ROWS16["rmsnorm"], x={"shape": [7, 1001], "dtype": "float16"},
+                   w={"shape": [1001], "dtype": "float16"})
+    k = kernel_of(spec)
+    (schedule,) = [s for s in cpu.schedules_for(k) if s.vectors]
+    source = BE.render(k, schedule)
+    assert "ap_f16_widen(" not in source and "_mm256_storeu_si256((__m256i *)(out2 + r * N + j)" in source
+    rng = np.random.default_rng(seed_for("float16 rows in registers"))
+    x, w = ((rng.standard_normal(s) * 3).astype(np.float16) for s in ((7, 1001), (1001,)))
+    (tmp_path / "k.c").write_text(source)
+    outs = []
+    for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
+        lib = tmp_path / f"k{n}.so"
+        subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
+                        "-o", str(lib), str(tmp_path / "k.c"), "-lm"], check=True)
+        outs.append(np.zeros((7, 1001), np.float16))
+        BE.Kernel(k, str(lib), "ctypes").run_numpy([x, w, outs[-1]], k.launch)
+    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
+    verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
+                               seed_for("float16 rows in registers judge"))
+    assert verdict["passed"], verdict["reason"]
 
 
 def test_no_float16_arithmetic_is_left_to_the_compiler():

@@ -77,6 +77,9 @@ def computes(kernel: KernelIR, source: str) -> KernelIR:
 VECTOR_OPERATORS = frozenset({Op.NEG, Op.SQUARE, Op.RECIPROCAL, Op.ADD, Op.SUB, Op.MUL, Op.DIV})
 # a float32 input's load in a vector group, by how it steps along the row (KernelIR arg `inner`)
 VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": "_mm512_set1_ps(in{a}[b{a}])"}
+# float16 in a vector: F16C's conversions, to nearest even (the prelude's bits: round_f16.c)
+F16_VECTOR_LOAD = "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({0})))"
+F16_VECTOR_ROUND = "_mm512_cvtps_ph({0}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
@@ -472,6 +475,8 @@ class CRenderer(CFamily):
         nothing: staged, bfloat16 RMSNorm and LayerNorm 4096x2048 ran 0.57-0.65x as fast, softmax
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
+        if self.k.kind != "elementwise" and self.s.vectors and not self.s.stash:
+            return frozenset()  # float16 converted in registers instead (vector_groups, vector_final)
         types = ("float16", "bfloat16") if self.k.kind != "elementwise" and self.s.scratch else ("float16",)
         return frozenset(a for a, arg in enumerate(self.k.args) if arg.dtype in types and arg.space == "elem"
                          and (arg.role == "out" or arg.inner == "contiguous"))
@@ -623,17 +628,25 @@ class CRenderer(CFamily):
         """Elem instruction `ins` as an expression of `__m512` values (16 float lanes; row values
         stay floats, which GCC's vector operators broadcast), or None where it has none here."""
         srcs = [self.name(s) for s in ins.srcs]
-        if ins.dtype != "float32":
+        held = ("float32",) if self.exact else ("float32", "float16")  # float16 kept in float32 (`rounded`)
+        if ins.dtype not in held:
             return None
         if ins.op is Op.LOAD:
             a = ins.attr("arg")
             arg = self.k.args[a]
+            if a in self.staged:
+                return f"_mm512_loadu_ps(ap_h{a} + {self.stage_index})"
+            if arg.dtype == "float16" and arg.inner in VECTOR_LOADS:
+                return (F16_VECTOR_LOAD.format(f"in{a} + b{a} + j") if arg.inner == "contiguous"
+                        else f"_mm512_set1_ps({self.load(ins)})")
             form = VECTOR_LOADS.get(arg.inner) if arg.dtype == "float32" else None
             return form.format(a=a) if form else None
         if ins.op is Op.CONST:
             return f"_mm512_set1_ps({self.expr(ins)})"
-        if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype == "float32":
-            return srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
+        if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype in held:
+            src = srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
+            # to float16 (an explicit cast, which rounds in every kernel): there and back by F16C
+            return f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format(src)})" if ins.dtype == "float16" else src
         if ins.op in VECTOR_OPERATORS:
             return self.expr(ins)
         functions = VECTOR16 | (VECTOR16_OWN if self.s.own_math else {})
@@ -904,7 +917,7 @@ class CRenderer(CFamily):
         to the stack for the copy it might need: LayerNorm 4096x1024 read from memory 1.01-1.08x
         faster, RMSNorm 1.01x (docs/experiments/2026-12-04e-cpu)."""
         if not self.streams():
-            return self.loop(indent, body, lo, hi, lines_for=lines_for)
+            return self.vector_final(indent, body, lo, hi, lines_for) or self.loop(indent, body, lo, hi, lines_for=lines_for)
         c = self.chunk
         outs = self.elem_outputs(body)
         first = f"out{outs[0]} + r * N"
@@ -918,6 +931,37 @@ class CRenderer(CFamily):
         lines += self.streamed_chunks(indent, body, outs, LINE, hi, lines_for)
         lines += self.loop(indent, body, "jc", hi, lines_for=lines_for)
         return lines
+
+    def vector_final(self, indent: str, body: list[int], lo: str, hi: str,
+                     lines_for: dict[int, list[str]] | None) -> list[str] | None:
+        """With Schedule.vectors, a row kernel's final pass that stores plainly in AVX-512 vectors of
+        16 columns where the compiler targets them (`#if`), then the `omp simd` loop over the rest
+        (all of the row elsewhere; the kernel's last loop, where a planted loop bug lands): the same
+        statements lane by lane, so the same bits. What it buys is float16 read and written by
+        F16C's conversions in registers (`vector_expr`), where the `omp simd` loop calls the
+        prelude's bit forms. None where a statement has no vector form here or one is replaced
+        (`lines_for`: a stash read back)."""
+        if not self.s.vectors or self.k.kind == "elementwise" or lines_for:
+            return None
+        stores, places = {}, {"float32": "_mm512_storeu_ps({p}, {v});",
+                              "float16": f"_mm256_storeu_si256((__m256i *)({{p}}), {F16_VECTOR_ROUND.format('{v}')});"}
+        for b in body:
+            ins = self.k.body[b]
+            if ins.op is Op.STORE:
+                a, v = ins.attr("arg"), self.name(ins.srcs[0])
+                dtype = "float32" if a in self.staged else self.k.args[a].dtype
+                if ins.space != "elem" or dtype not in places:
+                    return None
+                place = f"ap_h{a} + {self.stage_index}" if a in self.staged else f"out{a} + r * N + j"
+                stores[b] = [places[dtype].format(p=place, v=v)]
+        decls = self.vector_statements(body, dict.fromkeys(stores, []), stores)
+        if decls is None:
+            return None
+        inner = indent + "  "
+        return [f"{indent}{{", f"{inner}int64_t jv = {lo};", "#if defined(__AVX512F__)",
+                f"{inner}for (; jv + {VECTOR_LANES} <= {hi}; jv += {VECTOR_LANES}) {{",
+                f"{inner}  const int64_t j = jv;", *(f"{inner}  {line}" for line in decls), f"{inner}}}", "#endif",
+                *self.loop(inner, body, "jv", hi), f"{indent}}}"]
 
     def next_head(self, body: list[int]) -> list[str]:
         """At a row's start, where its final pass (`body`) streams: a write prefetch of the next row's
