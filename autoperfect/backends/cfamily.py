@@ -80,6 +80,9 @@ VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": 
 # float16 in a vector: F16C's conversions, to nearest even (the prelude's bits: round_f16.c)
 F16_VECTOR_LOAD = "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({0})))"
 F16_VECTOR_ROUND = "_mm512_cvtps_ph({0}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
+# an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
+VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
+                 "float16": f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {F16_VECTOR_ROUND.format('{v}')});"}
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
@@ -454,6 +457,9 @@ class CRenderer(CFamily):
         self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
                                  and not nan_carried(kernel, i.id))
         self.staged = self.staging()
+        outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
+        # streaming stores (`streams`): decided once, so the unstaged copy's long rows don't stream either
+        self.streamed = bool(schedule.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staged
         # a staged value's place in its buffer: an elementwise chunk's from jc, a row's from 0
         self.stage_index = "j - jc" if kernel.kind == "elementwise" else "j"
 
@@ -820,11 +826,11 @@ class CRenderer(CFamily):
         body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers]
-        if any(self.k.args[a].dtype == "float16" for a in self.staged):  # F16C's conversions
+        staged = {self.k.args[a].dtype for a in self.staged}
+        if "float16" in staged:  # F16C's conversions
             out += ["#if defined(__AVX512F__) || defined(__F16C__)", f"#include <{self.includes[2]}>", "#endif"]
         elif not self.streams() and any("_mm512_" in line for line in body):  # AVX-512 folds, vector groups
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
-        staged = {self.k.args[a].dtype for a in self.staged}
         out += self.vector_math_declarations() + ["", PRELUDE]
         out += [text for dtype, text in (("float16", STAGING), ("bfloat16", STAGING_BF16)) if dtype in staged]
         inlined = called(VECTOR16_OWN_NAMES, "\n".join(body))
@@ -880,8 +886,7 @@ class CRenderer(CFamily):
     def streams(self) -> bool:
         """Non-temporal stores: asked for, and every per-element output is float32 (one vector
         store per AVX register; a narrower type would need packing first), and nothing staged."""
-        outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
-        return bool(self.s.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staging()
+        return self.streamed
 
     def streaming_prelude(self) -> list[str]:
         return ["#if defined(__AVX512F__)",
@@ -943,17 +948,14 @@ class CRenderer(CFamily):
         (`lines_for`: a stash read back)."""
         if not self.s.vectors or self.k.kind == "elementwise" or lines_for:
             return None
-        stores, places = {}, {"float32": "_mm512_storeu_ps({p}, {v});",
-                              "float16": f"_mm256_storeu_si256((__m256i *)({{p}}), {F16_VECTOR_ROUND.format('{v}')});"}
+        stores = {}  # nothing is staged here: a vectors schedule stages only with a stash (`staging`)
         for b in body:
             ins = self.k.body[b]
             if ins.op is Op.STORE:
-                a, v = ins.attr("arg"), self.name(ins.srcs[0])
-                dtype = "float32" if a in self.staged else self.k.args[a].dtype
-                if ins.space != "elem" or dtype not in places:
+                a = ins.attr("arg")
+                if ins.space != "elem" or self.k.args[a].dtype not in VECTOR_STORES:
                     return None
-                place = f"ap_h{a} + {self.stage_index}" if a in self.staged else f"out{a} + r * N + j"
-                stores[b] = [places[dtype].format(p=place, v=v)]
+                stores[b] = [VECTOR_STORES[self.k.args[a].dtype].format(a=a, v=self.name(ins.srcs[0]))]
         decls = self.vector_statements(body, dict.fromkeys(stores, []), stores)
         if decls is None:
             return None
