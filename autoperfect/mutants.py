@@ -30,8 +30,9 @@ from typing import Callable
 import numpy as np
 
 from . import backends, dtypes, interp, static
-from .backends.cfamily import (CENTRED_TEST, TRUSTED_SPREAD, VECTOR_LOADS, CRenderer, GpuSchedule, SimtRenderer,
-                               computes)
+from .backends import cpu
+from .backends.cfamily import (CENTRED_TEST, TRUSTED_SPREAD, VECTOR_LOADS, CRenderer, GpuSchedule, Schedule,
+                               SimtRenderer, computes)
 from .graph import make_attrs
 from .judge import Settings, draw, run_child, run_isolated, serve
 from .kernel_ir import Instr, KernelIR
@@ -67,15 +68,18 @@ class Skip(Exception):
 
 
 class Site:
-    """A kernel, its verified source, and the renderer's spelling of each of its statements."""
+    """A kernel, its verified source, and the renderer's spelling of each of its statements under
+    the source's schedule (which decides some: a float16 row staged or read in registers, a division
+    by a row value inverted)."""
 
     simt = False
 
-    def __init__(self, k: KernelIR, source: str):
-        self.k, self.source, self.r = k, source, self.renderer(k)
+    def __init__(self, k: KernelIR, source: str, schedule: Schedule = Schedule()):
+        self.k, self.source, self.schedule = k, source, schedule
+        self.r = self.renderer(k)
 
     def renderer(self, k: KernelIR):
-        return CRenderer(k)
+        return CRenderer(k, self.schedule)
 
     def line(self, i: int) -> str:
         return self.r.assign(i)
@@ -83,7 +87,7 @@ class Site:
     def with_instr(self, ins: Instr) -> "Site":
         """This site with instruction `ins.id` replaced by `ins`."""
         body = tuple(ins if b.id == ins.id else b for b in self.k.body)
-        return type(self)(dataclasses.replace(self.k, body=body), self.source)
+        return type(self)(dataclasses.replace(self.k, body=body), self.source, self.schedule)
 
     def line_as(self, ins: Instr) -> str:
         """The statement instruction `ins.id` would render to if it were `ins`."""
@@ -166,8 +170,8 @@ class SimtSite(Site):
 
 
 def site_for(backend: str, k: KernelIR, source: str) -> Site:
-    if backend == "cpu":
-        return Site(computes(k, source), source)
+    if backend == "cpu":  # the sigmoid form's body is the site's kernel already (computes)
+        return Site(computes(k, source), source, dataclasses.replace(cpu.schedule_of(k, source), sigmoid=False))
     if backend == "cuda":
         from .backends.cuda import CudaRenderer
 
@@ -297,11 +301,14 @@ def wrong_broadcast(s: Site) -> str:
                 if inner == "broadcast":
                     return s.swap(old, old.replace(f"b{a}]", f"b{a} + j + u]"))
                 continue
-            along, across = (VECTOR_LOADS[x].format(a=a) for x in ("contiguous", "broadcast"))  # vector groups
             if inner == "contiguous" and 0 in strides[:-1]:
-                if a in s.r.staged:  # read from its float16 stage (CRenderer.staged_loop): the row's first element
-                    return s.swap(old, f"ap_f16_load(in{a}[b{a}])")
-                return s.swap(old, old.replace(f"b{a} + j]", f"b{a}]")).replace(along, across)
+                # the row's first element, read from the input as an unstaged load reads it (a
+                # staged one reads its buffer), in the vector forms too (vector groups, final pass)
+                misread = s.r.unstaged().load(ins).replace(f"b{a} + j]", f"b{a}]")
+                vector = s.r.vector_expr(ins)
+                out = s.swap(old, misread)
+                return out.replace(vector, f"_mm512_set1_ps({misread})") if vector else out
+            along, across = (VECTOR_LOADS[x].format(a=a) for x in ("contiguous", "broadcast"))  # vector groups
             if inner == "broadcast":
                 return s.swap(old, old.replace(f"b{a}]", f"b{a} + j]")).replace(across, along)
     raise Skip("no input is broadcast")
@@ -452,9 +459,10 @@ def plant(k: KernelIR, source: str, backend: str = "cpu") -> list[Mutant | NotAp
     """One mutant per bug class that applies to kernel `k` (whose verified source is `source`)."""
     out: list[Mutant | NotApplicable] = []
     seen = {source: "the verified source"}
+    site = site_for(backend, k, source)
     for bug, (_, rewrite) in BUGS.items():
         try:
-            mutated = rewrite(site_for(backend, k, source))
+            mutated = rewrite(site)
         except Skip as e:
             out.append(NotApplicable(bug, k.name, str(e)))
             continue

@@ -116,6 +116,35 @@ def test_the_bugs_of_a_staged_float16_kernel_land_in_its_stages(kind, build_dir)
         assert not verdict["passed"], f"the {bug} mutant passed:\n{m.diff}"
 
 
+SPELLED_BY_SCHEDULE = {  # (op, dtype, a schedule whose source spells its loads unlike the default one)
+    "in-registers": ("def f(x, w):\n    return w * (x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True) + 1e-5))\n",
+                     "float16", "rows_v16_fma"),
+    "staged-scratch": ("def f(x, w):\n    return mx.softmax(x * w, axis=-1, precise=True)\n",
+                       "bfloat16", "libmvec_scratch_v16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPELLED_BY_SCHEDULE))
+def test_bugs_are_planted_in_the_spelling_of_the_source_s_own_schedule(case, build_dir):
+    """A schedule decides how some statements are spelled (a float16 row read in registers by a
+    vectors schedule, a bfloat16 row staged by a scratch stash, a division by a row value
+    inverted): the site renders the source's own schedule (cpu.schedule_of), so a misread input or
+    weight lands where the machine runs it, and the judge rejects it."""
+    fn, dtype, name = SPELLED_BY_SCHEDULE[case]
+    inputs = {"x": {"shape": [6, 300], "dtype": dtype}, "w": {"shape": [300], "dtype": dtype}}
+    spec = parse_op("f", {"fn": fn, "inputs": inputs})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    schedule = next(s for s in BE.schedules_for(k) if s.name == name)
+    source = BE.render(k, schedule)
+    assert BE.schedule_of(k, source) == schedule
+    planted = {m.bug: m for m in plant(k, source) if isinstance(m, Mutant)}
+    for bug in ("wrong_broadcast", "wrong_input"):
+        built = BE.build(planted[bug].source, build_dir)
+        assert built.ok, built.log
+        verdict = judge_candidates(spec, "cpu", {k.name: built.library}, Settings(), None)
+        assert not verdict["passed"], f"the {bug} mutant passed:\n{planted[bug].diff}"
+
+
 @pytest.mark.skipif(BE.vmath_object() is None, reason="our vector math does not build here")
 def test_mutants_land_in_the_sigmoid_form_s_statements(build_dir):
     """A `_sigmoid` source spells kernel_ir.sigmoid_form's body, so the bugs are planted in its

@@ -60,6 +60,13 @@ def render(kernel: KernelIR, schedule: Schedule = SCHEDULES[0]) -> str:
     return CpuRenderer(kernel, schedule).render()
 
 
+def schedule_of(kernel: KernelIR, source: str) -> Schedule:
+    """The variant among `schedules_for(kernel)` that renders `source`, so that its statements can
+    be spelled again as it spells them (mutants.Site); the default one for a source none renders
+    (written by hand or by a model)."""
+    return next((s for s in schedules_for(kernel) if render(kernel, s) == source), Schedule())
+
+
 def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     """Variants worth trying: vector math where the kernel calls libm, else the block size of
     elementwise kernels and non-temporal stores for large outputs; a row kernel whose final pass
