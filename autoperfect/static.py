@@ -151,7 +151,11 @@ INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_
               "_mm512_or_ps",
               # float16 staged through float buffers (cfamily.STAGING)
               "_mm512_cvtph_ps", "_mm512_cvtps_ph", "_mm512_store_ps", "_mm256_loadu_si256", "_mm256_storeu_si256",
-              "_mm256_cvtph_ps", "_mm256_cvtps_ph", "_mm256_store_ps", "_mm_loadu_si128", "_mm_storeu_si128"}
+              "_mm256_cvtph_ps", "_mm256_cvtps_ph", "_mm256_store_ps", "_mm_loadu_si128", "_mm_storeu_si128",
+              # bfloat16 in vector groups (cfamily.BF16_VECTOR_LOAD, BF16_VECTOR, VECTOR_STORES)
+              "_mm512_castps_si512", "_mm512_castsi512_ps", "_mm512_cvtepu16_epi32", "_mm512_cvtepi32_epi16",
+              "_mm512_slli_epi32", "_mm512_srli_epi32", "_mm512_and_si512", "_mm512_add_epi32",
+              "_mm512_mask_or_epi32", "_mm512_cmp_ps_mask", "_mm512_set1_epi32"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",
             "_Static_assert", "_Generic", "defined", "__typeof__", "typeof"}
 OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivate|lastprivate|shared|default|"

@@ -850,19 +850,20 @@ def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
 @pytest.mark.parametrize("fn, dtype, schedule, vectorized", [
     ("mx.max(x, axis=-1)", "float32", Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
     ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "bfloat16",
-     Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
+     Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "float16",
      Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.softmax(x, axis=-1)", "float32", Schedule("v", vector_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.sum(mx.sigmoid(x), axis=-1)", "float32",
      Schedule("v", own_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 0),
     ("mx.sum(x, axis=-1)", "float32", Schedule("v", lanes=16, split=24, vectors=True), 0),
-], ids=["max-stored-keeps-its-nan-flag", "bfloat16", "float16-in-registers", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
+], ids=["max-stored-keeps-its-nan-flag", "bfloat16-in-registers", "float16-in-registers", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
 def test_no_vector_groups_where_a_group_has_no_vector_form(fn, dtype, schedule, vectorized):
     """The vector groups stand in only where every instruction of a group has a vector spelling
-    here and each partial result fills whole vectors: a max that keeps its NaN flag, a bfloat16
-    value (a float16 one has F16C's conversions: CRenderer.vector_expr), libmvec's exp (its vector bits differ from its scalar tail's: softmax's max pass alone goes
-    into vectors), a select, a split of 24 keep the `omp simd` groups."""
+    here and each partial result fills whole vectors: a max that keeps its NaN flag, libmvec's exp
+    (its vector bits differ from its scalar tail's: softmax's max pass alone goes into vectors), a
+    select, a split of 24 keep the `omp simd` groups; 16-bit values have theirs (float16 by F16C,
+    bfloat16 by a shift: CRenderer.vector_expr)."""
     k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 256], "dtype": dtype}))
     source = BE.render(k, schedule)
     assert len(set(re.findall(r"__m512 (\w+)v0 = ", source))) == vectorized
@@ -1247,32 +1248,72 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
             assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
+def sixteen_bit(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 `values` as the bits of `dtype` (float16 or bfloat16, rounded to nearest even)."""
+    if dtype == "float16":
+        return values.astype(np.float16).view(np.uint16)
+    u = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
-def test_a_float16_row_kernel_in_avx512_vectors_converts_in_registers_with_the_same_bits(tmp_path):
-    """A row kernel's vectors schedule (`rows_v16_fma`) reads and writes float16 by F16C in its
-    AVX-512 groups and final pass (CRenderer.vector_final), nothing staged; built for AVX2 the same
-    source runs its `omp simd` loops through the bit forms instead: the same bits both ways, on rows
-    with a part of a vector left over, and the judge passes it."""
-    spec = spec_of("rmsnorm", ROWS16["rmsnorm"], x={"shape": [7, 1001], "dtype": "float16"},
-                   w={"shape": [1001], "dtype": "float16"})
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_the_same_bits(dtype, tmp_path):
+    """A 16-bit row kernel's split variants (cpu.in_registers) read and write their rows in their
+    AVX-512 groups and final pass (CRenderer.vector_final: float16 by F16C, bfloat16 by a shift and
+    ap_bf16_bits16), nothing staged; `rows` keeps its `omp simd` loops (float16 staged on the
+    stack). Built for AVX2 the same source runs its `omp simd` loops through the bit forms instead:
+    the same bits both ways, on rows with a part of a vector left over (one of them all NaN and
+    infinity, one subnormal), and the judge passes each."""
+    spec = spec_of("rmsnorm", ROWS16["rmsnorm"], x={"shape": [7, 1001], "dtype": dtype},
+                   w={"shape": [1001], "dtype": dtype})
     k = kernel_of(spec)
-    (schedule,) = [s for s in cpu.schedules_for(k) if s.vectors]
-    source = BE.render(k, schedule)
-    assert "ap_f16_widen(" not in source and "_mm256_storeu_si256((__m256i *)(out2 + r * N + j)" in source
-    rng = np.random.default_rng(seed_for("float16 rows in registers"))
-    x, w = ((rng.standard_normal(s) * 3).astype(np.float16) for s in ((7, 1001), (1001,)))
-    (tmp_path / "k.c").write_text(source)
-    outs = []
-    for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
-        lib = tmp_path / f"k{n}.so"
-        subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
-                        "-o", str(lib), str(tmp_path / "k.c"), "-lm"], check=True)
-        outs.append(np.zeros((7, 1001), np.float16))
-        BE.Kernel(k, str(lib), "ctypes").run_numpy([x, w, outs[-1]], k.launch)
-    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
-    verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
-                               seed_for("float16 rows in registers judge"))
-    assert verdict["passed"], verdict["reason"]
+    schedules = cpu.schedules_for(k)
+    assert [s.name for s in schedules if s.vectors] == ["rows_split", "rows_v16", "rows_v16_fma", "rows_v16_near"]
+    assert ("ap_f16_widen(" in BE.render(k, schedules[0])) is (dtype == "float16") and not schedules[0].vectors
+    rng = np.random.default_rng(seed_for("16-bit rows in registers", dtype))
+    values = rng.standard_normal((7, 1001)) * 3
+    values[2, ::7], values[2, 3::7] = np.nan, np.inf
+    values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
+    x, w = sixteen_bit(values, dtype), sixteen_bit(rng.standard_normal(1001) * 3, dtype)
+    for schedule in (s for s in schedules if s.vectors):
+        source = BE.render(k, schedule)
+        assert "ap_f16_widen(" not in source, schedule.name
+        assert "_mm256_storeu_si256((__m256i *)(out2 + r * N + j)" in source, schedule.name
+        assert static.check(source, "cpu", k.name).passed, schedule.name
+        (tmp_path / "k.c").write_text(source)
+        outs = []
+        for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
+            lib = tmp_path / f"k{n}.so"
+            subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off",
+                            "-fno-math-errno", "-o", str(lib), str(tmp_path / "k.c"), "-lm"], check=True)
+            outs.append(np.zeros((7, 1001), np.uint16))
+            BE.Kernel(k, str(lib), "ctypes").run_numpy([x, w, outs[-1]], k.launch)
+        assert np.array_equal(outs[0], outs[1]), schedule.name
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
+                                   seed_for("16-bit rows in registers judge", dtype))
+        assert verdict["passed"], (schedule.name, verdict["reason"])
+
+
+@pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
+def test_bfloat16_rounding_in_a_vector_gives_the_prelude_s_bits_for_every_float32(tmp_path):
+    """ap_bf16_bits16, the vector groups' bfloat16 rounding, against the prelude's scalar
+    ap_bf16_bits over every one of the 2^32 float32 bit patterns (ties, subnormals, infinities,
+    signalling and quiet NaN among them): the count of those that differ is 0."""
+    (tmp_path / "r.c").write_text("\n".join([
+        "#include <stdint.h>", "#include <stdio.h>", "#include <immintrin.h>", cfamily.PRELUDE, cfamily.BF16_VECTOR,
+        "int main(void) {",
+        "  uint64_t differ = 0; uint32_t lanes[16], got[16];",
+        "  for (uint64_t b = 0; b < (1ull << 32); b += 16) {",
+        "    for (int l = 0; l < 16; l++) lanes[l] = (uint32_t)(b + l);",
+        "    _mm512_storeu_si512(got, ap_bf16_bits16(_mm512_loadu_ps((const float *)lanes)));",
+        "    for (int l = 0; l < 16; l++) { union { uint32_t u; float f; } x; x.u = lanes[l];",
+        "      differ += got[l] != ap_bf16_bits(x.f); }",
+        "  }",
+        '  printf("%llu\\n", (unsigned long long)differ);',
+        "  return 0;", "}"]))
+    subprocess.run(["gcc", "-O2", "-march=native", "-o", str(tmp_path / "r"), str(tmp_path / "r.c")], check=True)
+    assert subprocess.run([str(tmp_path / "r")], capture_output=True, text=True, check=True).stdout.strip() == "0"
 
 
 def test_no_float16_arithmetic_is_left_to_the_compiler():

@@ -80,9 +80,25 @@ VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": 
 # float16 in a vector: F16C's conversions, to nearest even (the prelude's bits: round_f16.c)
 F16_VECTOR_LOAD = "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({0})))"
 F16_VECTOR_ROUND = "_mm512_cvtps_ph({0}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
+# bfloat16 in a vector: widened by a shift, rounded as the prelude's ap_bf16_bits (the same bits,
+# NaN quieted) by BF16_VECTOR, which a source includes where it calls it (CRenderer.render)
+BF16_VECTOR_LOAD = "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)({0}))), 16))"
+BF16_VECTOR = """\
+static inline __m512i ap_bf16_bits16(__m512 f) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd));
+  const __m512i q = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x00400000));
+  return _mm512_and_si512(q, _mm512_set1_epi32((int)0xFFFF0000u));
+}"""
 # an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
 VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
-                 "float16": f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {F16_VECTOR_ROUND.format('{v}')});"}
+                 "float16": f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {F16_VECTOR_ROUND.format('{v}')});",
+                 "bfloat16": "_mm256_storeu_si256((__m256i *)(out{a} + r * N + j), "
+                             "_mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16({v}), 16)));"}
+# a vector's rounding to a 16-bit type, there and back in its float lanes
+VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})",
+                 "bfloat16": "_mm512_castsi512_ps(ap_bf16_bits16({0}))"}
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
@@ -634,7 +650,7 @@ class CRenderer(CFamily):
         """Elem instruction `ins` as an expression of `__m512` values (16 float lanes; row values
         stay floats, which GCC's vector operators broadcast), or None where it has none here."""
         srcs = [self.name(s) for s in ins.srcs]
-        held = ("float32",) if self.exact else ("float32", "float16")  # float16 kept in float32 (`rounded`)
+        held = ("float32",) if self.exact else ("float32", *VECTOR_ROUNDS)  # 16-bit kept in float32 (`rounded`)
         if ins.dtype not in held:
             return None
         if ins.op is Op.LOAD:
@@ -642,8 +658,9 @@ class CRenderer(CFamily):
             arg = self.k.args[a]
             if a in self.staged:
                 return f"_mm512_loadu_ps(ap_h{a} + {self.stage_index})"
-            if arg.dtype == "float16" and arg.inner in VECTOR_LOADS:
-                return (F16_VECTOR_LOAD.format(f"in{a} + b{a} + j") if arg.inner == "contiguous"
+            if arg.dtype in VECTOR_ROUNDS and arg.inner in VECTOR_LOADS:
+                load = F16_VECTOR_LOAD if arg.dtype == "float16" else BF16_VECTOR_LOAD
+                return (load.format(f"in{a} + b{a} + j") if arg.inner == "contiguous"
                         else f"_mm512_set1_ps({self.load(ins)})")
             form = VECTOR_LOADS.get(arg.inner) if arg.dtype == "float32" else None
             return form.format(a=a) if form else None
@@ -651,8 +668,8 @@ class CRenderer(CFamily):
             return f"_mm512_set1_ps({self.expr(ins)})"
         if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype in held:
             src = srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
-            # to float16 (an explicit cast, which rounds in every kernel): there and back by F16C
-            return f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format(src)})" if ins.dtype == "float16" else src
+            # to a 16-bit type (an explicit cast, which rounds in every kernel): there and back in registers
+            return VECTOR_ROUNDS[ins.dtype].format(src) if ins.dtype in VECTOR_ROUNDS else src
         if ins.op in VECTOR_OPERATORS:
             return self.expr(ins)
         functions = VECTOR16 | (VECTOR16_OWN if self.s.own_math else {})
@@ -836,6 +853,8 @@ class CRenderer(CFamily):
         inlined = called(VECTOR16_OWN_NAMES, "\n".join(body))
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
+        if any("ap_bf16_bits16(" in line for line in body):  # bfloat16 rounded in vectors
+            out += ["#if defined(__AVX512F__)", BF16_VECTOR, "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not self.exact:  # the build's -ffp-contract=off, lifted for this kernel
             out.append(FP_CONTRACT)

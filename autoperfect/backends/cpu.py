@@ -74,11 +74,12 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     The fastest plain variant of each kind also has a `_v16` twin (`wide`): AVX-512's 16 lanes,
     reductions in partial results, reciprocals of row divisors, the next row prefetched,
     streaming stores; plain row kernels also try the split and the reciprocals at the compiler's
-    width (`rows_split`), and where a pass only sums the squares about the previous pass's mean (a
-    variance, LayerNorm) both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the
-    kernel is not exact (its tolerance is the error analysis's, not the reference's bits), the
-    last wide variant also has an `_fma` twin: a*b+c contracted (`fma_twin`). The plain row
-    kernels' wide variants also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
+    width (`rows_split`), both in AVX-512 vectors where their rows are 16-bit (`in_registers`),
+    and where a pass only sums the squares about the previous pass's mean (a variance, LayerNorm)
+    both in one pass (`rows_shifted_v16`: cfamily.shifted_from). Where the kernel is not exact
+    (its tolerance is the error analysis's, not the reference's bits), the last wide variant
+    also has an `_fma` twin: a*b+c contracted (`fma_twin`). The plain row kernels' wide variants
+    also have `_near` twins (`near`), prefetching one 4 KB row ahead instead of two.
     Where every function the kernel calls is one of our own (vmath.c, on a machine that builds
     it), the scratch stash (or where
     there is no stash, the wide variant) also comes with ours (`apmath_scratch_v16`, `apmath_v16`).
@@ -119,7 +120,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
     else:
         rows = Schedule("rows", compensate=COMPENSATE_FROM)
-        found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True), wide(rows))
+        vec = in_registers(kernel)
+        found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True, vectors=vec),
+                 replace(wide(rows), vectors=vec))
         if shifted(kernel, plan(kernel)):
             found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
     if contractible(kernel) and not exact(kernel):
@@ -130,6 +133,20 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
         found += piped_twins(kernel, [s for s in found if s.prefetch])
     return found
+
+
+def in_registers(kernel: KernelIR) -> bool:
+    """Whether a row kernel's split variants should convert its 16-bit rows in AVX-512 registers
+    (Schedule.vectors: float16 by F16C, bfloat16 by a shift and the prelude's rounding, in
+    vector_groups and vector_final) rather than in `omp simd` loops (float16 staged on the stack
+    first, as `rows` does): where the compiler targets AVX-512 and the kernel keeps float32 between
+    its 16-bit ops (an exact kernel rounds each one, which has no vector form). 4096x2048 float16
+    RMSNorm took 0.44-0.46 ms so against 1.40-1.52 staged (docs/experiments/2026-12-06g-cpu/registers.py),
+    bfloat16 Llama RMSNorm 0.68-0.74 against 0.83 (`rows_split`) and 1.27 (`rows_v16`, whose 16-lane
+    `omp simd` rounding GCC spells badly; docs/experiments/2026-12-06h-cpu/registers.py)."""
+    return avx512() and not exact(kernel) and any(
+        arg.dtype in ("float16", "bfloat16") and arg.space == "elem" and (arg.role == "out" or arg.inner == "contiguous")
+        for arg in kernel.args)
 
 
 def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:
