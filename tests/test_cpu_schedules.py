@@ -1258,20 +1258,20 @@ def sixteen_bit(values: np.ndarray, dtype: str) -> np.ndarray:
 
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_the_same_bits(dtype, tmp_path):
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
+def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_the_same_bits(name, dtype, tmp_path):
     """A 16-bit row kernel's split variants (cpu.in_registers) read and write their rows in their
     AVX-512 groups and final pass (CRenderer.vector_final: float16 by F16C, bfloat16 by a shift and
     ap_bf16_bits16), nothing staged; `rows` keeps its `omp simd` loops (float16 staged on the
     stack). Built for AVX2 the same source runs its `omp simd` loops through the bit forms instead:
     the same bits both ways, on rows with a part of a vector left over (one of them all NaN and
     infinity, one subnormal), and the judge passes each."""
-    spec = spec_of("rmsnorm", ROWS16["rmsnorm"], x={"shape": [7, 1001], "dtype": dtype},
-                   w={"shape": [1001], "dtype": dtype})
+    spec = spec_of(name, ROWS16[name], x={"shape": [7, 1001], "dtype": dtype}, w={"shape": [1001], "dtype": dtype})
     k = kernel_of(spec)
     schedules = cpu.schedules_for(k)
     assert [s.name for s in schedules if s.vectors] == ["rows_split", "rows_v16", "rows_v16_fma", "rows_v16_near"]
     assert ("ap_f16_widen(" in BE.render(k, schedules[0])) is (dtype == "float16") and not schedules[0].vectors
-    rng = np.random.default_rng(seed_for("16-bit rows in registers", dtype))
+    rng = np.random.default_rng(seed_for("16-bit rows in registers", name, dtype))
     values = rng.standard_normal((7, 1001)) * 3
     values[2, ::7], values[2, 3::7] = np.nan, np.inf
     values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
@@ -1291,7 +1291,7 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
             BE.Kernel(k, str(lib), "ctypes").run_numpy([x, w, outs[-1]], k.launch)
         assert np.array_equal(outs[0], outs[1]), schedule.name
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
-                                   seed_for("16-bit rows in registers judge", dtype))
+                                   seed_for("16-bit rows in registers judge", name, dtype))
         assert verdict["passed"], (schedule.name, verdict["reason"])
 
 

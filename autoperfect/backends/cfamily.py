@@ -96,7 +96,8 @@ VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
                  "float16": f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {F16_VECTOR_ROUND.format('{v}')});",
                  "bfloat16": "_mm256_storeu_si256((__m256i *)(out{a} + r * N + j), "
                              "_mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16({v}), 16)));"}
-# a vector's rounding to a 16-bit type, there and back in its float lanes
+# a 16-bit vector's load, and a vector's rounding to a 16-bit type (there and back in its float lanes)
+VECTOR_LOADS16 = {"float16": F16_VECTOR_LOAD, "bfloat16": BF16_VECTOR_LOAD}
 VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})",
                  "bfloat16": "_mm512_castsi512_ps(ap_bf16_bits16({0}))"}
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
@@ -658,9 +659,8 @@ class CRenderer(CFamily):
             arg = self.k.args[a]
             if a in self.staged:
                 return f"_mm512_loadu_ps(ap_h{a} + {self.stage_index})"
-            if arg.dtype in VECTOR_ROUNDS and arg.inner in VECTOR_LOADS:
-                load = F16_VECTOR_LOAD if arg.dtype == "float16" else BF16_VECTOR_LOAD
-                return (load.format(f"in{a} + b{a} + j") if arg.inner == "contiguous"
+            if arg.dtype in VECTOR_LOADS16 and arg.inner in VECTOR_LOADS:
+                return (VECTOR_LOADS16[arg.dtype].format(f"in{a} + b{a} + j") if arg.inner == "contiguous"
                         else f"_mm512_set1_ps({self.load(ins)})")
             form = VECTOR_LOADS.get(arg.inner) if arg.dtype == "float32" else None
             return form.format(a=a) if form else None

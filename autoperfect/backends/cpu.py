@@ -124,7 +124,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True, vectors=vec),
                  replace(wide(rows), vectors=vec))
         if shifted(kernel, plan(kernel)):
-            found += (replace(wide(rows), name="rows_shifted_v16", onepass=True),)
+            found += (replace(found[2], name="rows_shifted_v16", onepass=True),)
     if contractible(kernel) and not exact(kernel):
         found += (fma_twin(found[-1]),)
     found += streamed_twins(kernel, [s for s in found if s.own_math and not s.stash and not s.stream])
