@@ -1248,14 +1248,6 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
             assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
-def sixteen_bit(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 `values` as the bits of `dtype` (float16 or bfloat16, rounded to nearest even)."""
-    if dtype == "float16":
-        return values.astype(np.float16).view(np.uint16)
-    u = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
@@ -1275,7 +1267,7 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
     values = rng.standard_normal((7, 1001)) * 3
     values[2, ::7], values[2, 3::7] = np.nan, np.inf
     values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
-    x, w = sixteen_bit(values, dtype), sixteen_bit(rng.standard_normal(1001) * 3, dtype)
+    x, w = (judge.storage(dtypes.round_to(v, dtype).astype(np.float32), dtype) for v in (values, rng.standard_normal(1001) * 3))
     for schedule in (s for s in schedules if s.vectors):
         source = BE.render(k, schedule)
         assert "ap_f16_widen(" not in source, schedule.name

@@ -91,15 +91,16 @@ static inline __m512i ap_bf16_bits16(__m512 f) {
   const __m512i q = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x00400000));
   return _mm512_and_si512(q, _mm512_set1_epi32((int)0xFFFF0000u));
 }"""
-# an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
-VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
-                 "float16": f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {F16_VECTOR_ROUND.format('{v}')});",
-                 "bfloat16": "_mm256_storeu_si256((__m256i *)(out{a} + r * N + j), "
-                             "_mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16({v}), 16)));"}
-# a 16-bit vector's load, and a vector's rounding to a 16-bit type (there and back in its float lanes)
+# by 16-bit type: a vector's load, its narrowing to 16 values' bits, and its rounding to the type
+# (there and back in its float lanes)
 VECTOR_LOADS16 = {"float16": F16_VECTOR_LOAD, "bfloat16": BF16_VECTOR_LOAD}
+VECTOR_NARROWS = {"float16": F16_VECTOR_ROUND, "bfloat16": "_mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16({0}), 16))"}
 VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})",
                  "bfloat16": "_mm512_castsi512_ps(ap_bf16_bits16({0}))"}
+# an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
+VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
+                 **{t: f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {n.format('{v}')});"
+                    for t, n in VECTOR_NARROWS.items()}}
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
@@ -322,6 +323,13 @@ def own_math(template: str) -> str:
     return re.sub(rf"\b({'|'.join(OWN_MATH)})\(", lambda m: f"{OWN_MATH[m.group(1)]}(", template)
 
 
+def row_args(kernel: KernelIR, types: Sequence[str]) -> frozenset[int]:
+    """The per-element arguments of `types` that a kernel reads along its rows (contiguous inputs)
+    or writes: what it stages (CRenderer.staging) or converts in registers (cpu.in_registers)."""
+    return frozenset(a for a, arg in enumerate(kernel.args) if arg.dtype in types and arg.space == "elem"
+                     and (arg.role == "out" or arg.inner == "contiguous"))
+
+
 def exact(kernel: KernelIR) -> bool:
     """Made only of exact operations: the judge then wants the step-by-step reference's bits, so no
     rewrite may round differently."""
@@ -499,10 +507,8 @@ class CRenderer(CFamily):
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
         if self.k.kind != "elementwise" and self.s.vectors and not self.s.stash:
-            return frozenset()  # float16 converted in registers instead (vector_groups, vector_final)
-        types = ("float16", "bfloat16") if self.k.kind != "elementwise" and self.s.scratch else ("float16",)
-        return frozenset(a for a, arg in enumerate(self.k.args) if arg.dtype in types and arg.space == "elem"
-                         and (arg.role == "out" or arg.inner == "contiguous"))
+            return frozenset()  # 16-bit rows converted in registers instead (vector_groups, vector_final)
+        return row_args(self.k, tuple(TAG) if self.k.kind != "elementwise" and self.s.scratch else ("float16",))
 
     def accumulate(self, r: int, acc: str, v: str, nan: str) -> str:
         """Reduction r's accumulate statement, with its NaN flag where it keeps one."""
@@ -850,10 +856,11 @@ class CRenderer(CFamily):
             out += ["#if defined(__AVX512F__)", f"#include <{self.includes[2]}>", "#endif"]
         out += self.vector_math_declarations() + ["", PRELUDE]
         out += [text for dtype, text in (("float16", STAGING), ("bfloat16", STAGING_BF16)) if dtype in staged]
-        inlined = called(VECTOR16_OWN_NAMES, "\n".join(body))
+        text = "\n".join(body)
+        inlined = called(VECTOR16_OWN_NAMES, text)
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
-        if any("ap_bf16_bits16(" in line for line in body):  # bfloat16 rounded in vectors
+        if called(("ap_bf16_bits16",), text):  # bfloat16 rounded in vectors
             out += ["#if defined(__AVX512F__)", BF16_VECTOR, "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not self.exact:  # the build's -ffp-contract=off, lifted for this kernel
@@ -961,9 +968,9 @@ class CRenderer(CFamily):
         """With Schedule.vectors, a row kernel's final pass that stores plainly in AVX-512 vectors of
         16 columns where the compiler targets them (`#if`), then the `omp simd` loop over the rest
         (all of the row elsewhere; the kernel's last loop, where a planted loop bug lands): the same
-        statements lane by lane, so the same bits. What it buys is float16 read and written by
-        F16C's conversions in registers (`vector_expr`), where the `omp simd` loop calls the
-        prelude's bit forms. None where a statement has no vector form here or one is replaced
+        statements lane by lane, so the same bits. What it buys is 16-bit rows read and written in
+        registers (`vector_expr`: float16 by F16C, bfloat16 by a shift and BF16_VECTOR), where the
+        `omp simd` loop calls the prelude's bit forms. None where a statement has no vector form here or one is replaced
         (`lines_for`: a stash read back)."""
         if not self.s.vectors or self.k.kind == "elementwise" or lines_for:
             return None

@@ -23,8 +23,8 @@ import numpy as np
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch, sigmoid_form
 from ..ops import ULP_BOUND, Op
-from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, VECTOR_MATH, CRenderer,
-                      Schedule, called, exact)
+from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, TAG, VECTOR_MATH, CRenderer,
+                      Schedule, called, exact, row_args)
 from .schedule import plan, shifted, stash
 
 NAME = "cpu"
@@ -121,10 +121,10 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     else:
         rows = Schedule("rows", compensate=COMPENSATE_FROM)
         vec = in_registers(kernel)
-        found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True, vectors=vec),
-                 replace(wide(rows), vectors=vec))
+        widened = replace(wide(rows), vectors=vec)
+        found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True, vectors=vec), widened)
         if shifted(kernel, plan(kernel)):
-            found += (replace(found[2], name="rows_shifted_v16", onepass=True),)
+            found += (replace(widened, name="rows_shifted_v16", onepass=True),)
     if contractible(kernel) and not exact(kernel):
         found += (fma_twin(found[-1]),)
     found += streamed_twins(kernel, [s for s in found if s.own_math and not s.stash and not s.stream])
@@ -144,9 +144,7 @@ def in_registers(kernel: KernelIR) -> bool:
     RMSNorm took 0.44-0.46 ms so against 1.40-1.52 staged (docs/experiments/2026-12-06g-cpu/registers.py),
     bfloat16 Llama RMSNorm 0.68-0.74 against 0.83 (`rows_split`) and 1.27 (`rows_v16`, whose 16-lane
     `omp simd` rounding GCC spells badly; docs/experiments/2026-12-06h-cpu/registers.py)."""
-    return avx512() and not exact(kernel) and any(
-        arg.dtype in ("float16", "bfloat16") and arg.space == "elem" and (arg.role == "out" or arg.inner == "contiguous")
-        for arg in kernel.args)
+    return avx512() and not exact(kernel) and bool(row_args(kernel, tuple(TAG)))
 
 
 def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:

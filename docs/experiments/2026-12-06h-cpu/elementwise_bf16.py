@@ -6,7 +6,7 @@ each schedule's outputs whose bits differ from the first one's. Run: python elem
 import numpy as np
 import torch
 
-from autoperfect import backends, bench
+from autoperfect import backends, bench, judge
 from autoperfect.backends import cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
@@ -18,7 +18,7 @@ rng = np.random.default_rng(5)
 for name, (fn, torch_fn, n_in) in OPS.items():
     entry = {"fn": fn, "inputs": {a: {"shape": [4096, 2048], "dtype": "bfloat16"} for a in "xy"[:n_in]}}
     (k,) = [k for k in front(parse_op(name, entry)).kernels if k is not None]
-    copies = [[(rng.standard_normal((4096, 2048)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    copies = [[judge.storage(rng.standard_normal((4096, 2048)).astype(np.float32), "bfloat16")
                for _ in range(n_in)] for _ in range(6)]
     calls, outs = {}, {}
     for s in cpu.schedules_for(k):

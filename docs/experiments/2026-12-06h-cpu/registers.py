@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import yaml
 
-from autoperfect import backends, bench
+from autoperfect import backends, bench, judge
 from autoperfect.backends import cpu
 from autoperfect.pipeline import front
 from autoperfect.spec import parse_op
@@ -36,7 +36,7 @@ rng = np.random.default_rng(3)
 
 def bits(shape, dtype):
     x = (rng.standard_normal(shape) * 3).astype(np.float32)
-    return x.astype(np.float16).view(np.uint16) if dtype == "float16" else (x.view(np.uint32) >> 16).astype(np.uint16)
+    return judge.storage(x, dtype).view(np.uint16)
 
 
 dtype = k.inputs[0].dtype
