@@ -854,20 +854,26 @@ def test_vector_groups_give_the_omp_simd_groups_bits(case, tmp_path):
     ("x * mx.rsqrt(mx.mean(x * x, axis=-1, keepdims=True))", "float16",
      Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.softmax(x, axis=-1)", "float32", Schedule("v", vector_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 1),
+    ("mx.sum(mx.where(x > 0, x, 2 * x), axis=-1)", "float32",
+     Schedule("v", lanes=16, split=cpu.SPLIT, vectors=True), 0),
     ("mx.sum(mx.sigmoid(x), axis=-1)", "float32",
-     Schedule("v", own_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 0),
+     Schedule("v", own_math=True, lanes=16, split=cpu.SPLIT, vectors=True), 1),
     ("mx.sum(x, axis=-1)", "float32", Schedule("v", lanes=16, split=24, vectors=True), 0),
-], ids=["max-stored-keeps-its-nan-flag", "bfloat16-in-registers", "float16-in-registers", "libmvec-exp", "sigmoid-has-no-vector-form", "split-of-24"])
+], ids=["max-stored-keeps-its-nan-flag", "bfloat16-in-registers", "float16-in-registers", "libmvec-exp",
+        "a-select-has-no-vector-form", "our-sigmoid-inlined", "split-of-24"])
 def test_no_vector_groups_where_a_group_has_no_vector_form(fn, dtype, schedule, vectorized):
     """The vector groups stand in only where every instruction of a group has a vector spelling
     here and each partial result fills whole vectors: a max that keeps its NaN flag, libmvec's exp
     (its vector bits differ from its scalar tail's: softmax's max pass alone goes into vectors), a
     select, a split of 24 keep the `omp simd` groups; 16-bit values have theirs (float16 by F16C,
-    bfloat16 by a shift: CRenderer.vector_expr)."""
+    bfloat16 by a shift: CRenderer.vector_expr), and so has the sigmoid over our exp (its select
+    inside ap_sigmoidf_v16, which brings the exp's vector form with it)."""
     k = kernel_of(spec_of("f", f"def f(x):\n    return {fn}\n", x={"shape": [4, 256], "dtype": dtype}))
     source = BE.render(k, schedule)
     assert len(set(re.findall(r"__m512 (\w+)v0 = ", source))) == vectorized
-    assert "ap_expf_v16" not in source and not any("__m512" in line and "expf(" in line for line in source.splitlines())
+    ours = "sigmoid" in fn
+    assert ("ap_expf_v16" in source) is ours and ("ap_sigmoidf_v16(v" in source) is ours
+    assert not any("__m512" in line and "expf(" in line and "ap_expf" not in line for line in source.splitlines())
 
 
 def test_a_max_in_vector_groups_keeps_more_partials_than_a_sum(tmp_path):
@@ -1287,6 +1293,56 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
         assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
+ELEMENTWISE16 = {  # a model's SiLU (inexact: float32 between its ops) and a scaled residual add (exact)
+    "silu": "def silu(x):\n    return x * mx.sigmoid(x)\n",
+    "scaled_add": "def scaled_add(x, y):\n    return x + 0.5 * y\n",
+}
+
+
+@pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE16))
+def test_a_sixteen_bit_elementwise_kernel_in_avx512_vectors_gives_the_same_bits(name, dtype, tmp_path):
+    """A 16-bit elementwise kernel's wide variant (cpu.in_registers) reads, computes and writes its
+    elements in AVX-512 vectors (CRenderer.vector_final: float16 by F16C, bfloat16 by a shift and
+    ap_bf16_bits16, an exact kernel's ops each rounded to the type in registers, the sigmoid by
+    ap_sigmoidf_v16), nothing staged, while the other variants keep their `omp simd` loops. Built
+    for AVX2 the same source runs its `omp simd` loop through the bit forms instead: the same bits
+    both ways over every 16-bit pattern as x (NaNs, infinities and subnormals among them), and the
+    judge passes it."""
+    inputs = {a: {"shape": [64, 1025], "dtype": dtype} for a in ("xy" if name == "scaled_add" else "x")}
+    spec = spec_of(name, ELEMENTWISE16[name], **inputs)
+    k = kernel_of(spec)
+    schedules = cpu.schedules_for(k)
+    expected = ["apmath_v16"] if name == "silu" else ["block16k_v16"]
+    assert [s.name for s in schedules if s.vectors] == expected[:1 if name == "scaled_add" or cpu.vmath_object() else 0]
+    rng = np.random.default_rng(seed_for("16-bit elementwise in registers", name, dtype))
+    bits = np.resize(np.arange(1 << 16, dtype=np.uint16), (64, 1025))
+    x = bits.view(np.float16) if dtype == "float16" else bits
+    y = judge.storage(dtypes.round_to(rng.standard_normal((64, 1025)) * 3, dtype).astype(np.float32), dtype)
+    for schedule in (s for s in schedules if s.vectors):
+        source = BE.render(k, schedule)
+        assert "ap_f16_widen(" not in source and "_mm512_castsi512_ps(ap_bf16_bits16(" in source or (
+            name == "silu" or dtype == "float16"), schedule.name  # an exact kernel's ops rounded in vectors
+        assert "_mm256_storeu_si256((__m256i *)(out" in source, schedule.name
+        assert ("ap_sigmoidf_v16(v" in source) is (name == "silu"), schedule.name
+        assert static.check(source, "cpu", k.name).passed, schedule.name
+        (tmp_path / "k.c").write_text(source)
+        outs = []
+        for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
+            lib = tmp_path / f"k{n}.so"
+            subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off",
+                            "-fno-math-errno", "-o", str(lib), str(tmp_path / "k.c"),
+                            *([cpu.vmath_object()] if schedule.own_math else []), "-lm"],
+                           check=True)
+            outs.append(np.zeros((64, 1025), np.uint16))
+            BE.Kernel(k, str(lib), "ctypes").run_numpy([x, y][:len(inputs)] + [outs[-1]], k.launch)
+        assert np.array_equal(outs[0], outs[1]), (schedule.name, int((outs[0] != outs[1]).sum()))
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
+                                   seed_for("16-bit elementwise in registers judge", name, dtype))
+        assert verdict["passed"], (schedule.name, verdict["reason"])
+
+
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 def test_bfloat16_rounding_in_a_vector_gives_the_prelude_s_bits_for_every_float32(tmp_path):
     """ap_bf16_bits16, the vector groups' bfloat16 rounding, against the prelude's scalar
@@ -1309,10 +1365,12 @@ def test_bfloat16_rounding_in_a_vector_gives_the_prelude_s_bits_for_every_float3
 
 
 def test_no_float16_arithmetic_is_left_to_the_compiler():
-    """A float16 kernel reads, rounds and writes through the prelude's bit forms and the staged
-    F16C conversions only: an elementwise kernel stages its contiguous float16 input and its output
-    through float buffers, a per-row float16 value (broadcast along the row) is read by the bit form; an exact kernel rounds
-    every op, an inexact one keeps float32 between its ops (CRenderer.rounded)."""
+    """A float16 kernel reads, rounds and writes through the prelude's bit forms and F16C's
+    conversions only: an elementwise kernel stages its contiguous float16 input and its output
+    through float buffers (its AVX-512 vectors variant converts them in registers instead,
+    cpu.in_registers), a per-row float16 value (broadcast along the row) is read by the bit form;
+    an exact kernel rounds every op, an inexact one keeps float32 between its ops
+    (CRenderer.rounded, in vectors CRenderer.vector_expr)."""
     inexact = kernel_of(spec_of("s", "def s(x, w):\n    return x * mx.sigmoid(x) * w\n",
                                 x={"shape": [4, 64], "dtype": "float16"}, w={"shape": [4, 1], "dtype": "float16"}))
     exact = kernel_of(spec_of("e", "def e(x, w):\n    return x * w + x\n",
@@ -1324,9 +1382,12 @@ def test_no_float16_arithmetic_is_left_to_the_compiler():
             source = BE.render(k, schedule)
             body = source.split("void " + k.name)[1]
             assert "_Float16" not in body, schedule.name
-            assert f"ap_f16_widen(in{row} + b{row} + jc" in body and "ap_f16_narrow(" in body, schedule.name
+            staged = f"ap_f16_widen(in{row} + b{row} + jc" in body and "ap_f16_narrow(" in body
+            in_registers = f"_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(in{row} + b{row} + j)))" in body
+            assert staged is not in_registers and in_registers is schedule.vectors, schedule.name
             assert f"ap_f16_load(in{broadcast}[b{broadcast}])" in body and "ap_f16_store(" in body, schedule.name
             assert ("ap_round_f16(" in body) is rounds, schedule.name
+            assert ("_mm512_cvtph_ps(_mm512_cvtps_ph((" in body) is (rounds and in_registers), schedule.name
             verdict = static.check(source, "cpu", k.name)
             assert verdict.passed, (schedule.name, verdict.reason)
 

@@ -47,6 +47,38 @@ def test_every_form_gives_the_scalar_bits_within_its_error(tmp_path, function, u
     assert got["worst_ulp"] < under
 
 
+@pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
+def test_the_sigmoid_s_vector_form_gives_the_scalar_template_s_bits(tmp_path):
+    """ap_sigmoidf_v16 (what a vectors schedule inlines: vmath_avx512.h) against cfamily.UNARY's
+    sigmoid over our exp (what an `omp simd` loop computes, vmath.c's entry points) on every 97th
+    float32 from an odd start and 4096 patterns from each edge (zeros, the exp's clamps, infinities,
+    NaNs): the count whose bits differ, NaNs' included, is 0."""
+    template = cfamily.own_math(cfamily.UNARY[Op.SIGMOID]).format("x")
+    (tmp_path / "s.c").write_text("\n".join([
+        "#include <stdint.h>", "#include <stdio.h>", "#include <math.h>", "#include <immintrin.h>",
+        "float ap_expf(float);", cfamily.own_vector16("ap_sigmoidf_v16"),
+        f"static float scalar(float x) {{ return {template}; }}",
+        "static uint64_t differ, seen;",
+        "static void at(uint32_t b) {",
+        "  uint32_t lanes[16], got[16];",
+        "  for (int l = 0; l < 16; l++) lanes[l] = b + (uint32_t)l;",
+        "  _mm512_storeu_ps((float *)got, ap_sigmoidf_v16(_mm512_loadu_ps((const float *)lanes)));",
+        "  for (int l = 0; l < 16; l++) { union { uint32_t u; float f; } x, y; x.u = lanes[l];",
+        "    y.f = scalar(x.f); differ += got[l] != y.u; seen++; }",
+        "}",
+        "int main(void) {",
+        "  for (uint64_t b = 13; b + 16 <= (1ull << 32); b += 97 * 16) at((uint32_t)b);",
+        "  const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x42B17218u, 0xC2CFF1B4u, 0x42B20000u,",
+        "                            0xC2D00000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u};",
+        "  for (int e = 0; e < 10; e++) for (uint32_t d = 0; d < 4096; d += 16) { at(edges[e] + d); at(edges[e] - 16 - d); }",
+        '  printf("%llu %llu\\n", (unsigned long long)seen, (unsigned long long)differ);',
+        "}"]))
+    flags = [f for f in cpu.FLAGS if f not in ("-shared", "-fPIC")]
+    subprocess.run(["gcc", *flags, "-o", str(tmp_path / "s"), str(tmp_path / "s.c"), str(cpu.VMATH), "-lm"], check=True)
+    seen, differ = map(int, subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, check=True).stdout.split())
+    assert seen > 44_000_000 and differ == 0
+
+
 def kernel_of(fn: str, n: int):
     spec = parse_op("f", {"fn": fn, "inputs": {"x": {"shape": [n], "dtype": "float32"}}})
     (k,) = [k for k in front(spec).kernels if k is not None]

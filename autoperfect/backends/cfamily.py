@@ -104,8 +104,9 @@ VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
 VECTOR16 = {Op.ABS: "_mm512_abs_ps({0})", Op.SQRT: "_mm512_sqrt_ps({0})",
             Op.RSQRT: "(1.0f / _mm512_sqrt_ps({0}))"}
 # our functions' inline vector forms (with Schedule.own_math), from the header vmath.c includes:
-# its text is pasted into the kernel, so the function is inlined into the loop instead of called
-VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})", Op.TANH: "ap_tanhf_v16({0})"}
+# its text is pasted into the kernel, so the function is inlined into the loop instead of called;
+# the sigmoid's is UNARY's template over our exp, lane by lane (tests/test_vmath.py: the same bits)
+VECTOR16_OWN = {Op.EXP: "ap_expf_v16({0})", Op.TANH: "ap_tanhf_v16({0})", Op.SIGMOID: "ap_sigmoidf_v16({0})"}
 VECTOR16_OWN_NAMES = frozenset(t.split("(")[0] for t in VECTOR16_OWN.values())
 OWN_VECTOR16_SOURCE = Path(__file__).with_name("vmath_avx512.h")
 # reduction -> its accumulate step on vectors: the scalar statement's bits lane by lane (max_ps(a, b)
@@ -310,12 +311,15 @@ def called(names, text: str) -> set[str]:
 @lru_cache(maxsize=None)
 def own_vector16(*names: str) -> str:
     """The inline vector forms of our functions (VECTOR16_OWN) as a kernel pastes them: the
-    header's code without its comment, only the functions `names` (and the helpers they share)
-    where any are named."""
+    header's code without its comment, only the functions `names`, those they call (the sigmoid
+    its exp) and the helpers they share, where any are named."""
     text = OWN_VECTOR16_SOURCE.read_text()
     forms = [f for f in re.split(r"(?m)^(?=static inline )", text) if f.startswith("static inline ")]
-    named = [(re.match(r"static inline __m512 (\w+)\(", f)[1], f.rstrip()) for f in forms]
-    return "\n".join(f for name, f in named if not names or name in names or name not in VECTOR16_OWN_NAMES)
+    named = {re.match(r"static inline __m512 (\w+)\(", f)[1]: f.rstrip() for f in forms}
+    wanted = set(names or VECTOR16_OWN_NAMES)
+    while more := set().union(*(called(VECTOR16_OWN_NAMES, named[n]) for n in wanted)) - wanted:
+        wanted |= more
+    return "\n".join(f for name, f in named.items() if name in wanted or name not in VECTOR16_OWN_NAMES)
 
 
 def own_math(template: str) -> str:
@@ -481,6 +485,7 @@ class CRenderer(CFamily):
         # max and min reductions that keep a NaN flag (those whose NaN every output carries anyway don't)
         self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
                                  and not nan_carried(kernel, i.id))
+        self.staged = frozenset()  # what `staging` asks vector_final of: the loop read from the arguments
         self.staged = self.staging()
         outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
         # streaming stores (`streams`): decided once, so the unstaged copy's long rows don't stream either
@@ -508,6 +513,8 @@ class CRenderer(CFamily):
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
         if self.k.kind != "elementwise" and self.s.vectors and not self.s.stash:
             return frozenset()  # 16-bit rows converted in registers instead (vector_groups, vector_final)
+        if self.k.kind == "elementwise" and self.s.vectors and self.vector_final("", list(plan(self.k).final_elem), "j0", "j1", None):
+            return frozenset()  # and an elementwise kernel's where its loop has a vector form
         return row_args(self.k, tuple(TAG) if self.k.kind != "elementwise" and self.s.scratch else ("float16",))
 
     def accumulate(self, r: int, acc: str, v: str, nan: str) -> str:
@@ -655,9 +662,11 @@ class CRenderer(CFamily):
 
     def vector_expr(self, ins: Instr) -> str | None:
         """Elem instruction `ins` as an expression of `__m512` values (16 float lanes; row values
-        stay floats, which GCC's vector operators broadcast), or None where it has none here."""
+        stay floats, which GCC's vector operators broadcast), or None where it has none here. A
+        16-bit value is held in float32 lanes: an exact kernel's rounded to its type after each op,
+        as `rounded` does in the `omp simd` loop, an inexact kernel's kept in float32."""
         srcs = [self.name(s) for s in ins.srcs]
-        held = ("float32",) if self.exact else ("float32", *VECTOR_ROUNDS)  # 16-bit kept in float32 (`rounded`)
+        held = ("float32", *VECTOR_ROUNDS)  # 16-bit values in float32 lanes
         if ins.dtype not in held:
             return None
         if ins.op is Op.LOAD:
@@ -676,11 +685,13 @@ class CRenderer(CFamily):
             src = srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
             # to a 16-bit type (an explicit cast, which rounds in every kernel): there and back in registers
             return VECTOR_ROUNDS[ins.dtype].format(src) if ins.dtype in VECTOR_ROUNDS else src
+        rounds = VECTOR_ROUNDS[ins.dtype] if self.exact and ins.dtype in VECTOR_ROUNDS else "{0}"
         if ins.op in VECTOR_OPERATORS:
-            return self.expr(ins)
+            table = self.unary if ins.op in UNARY else self.binary
+            return rounds.format(table[ins.op].format(*srcs)) if self.exact else self.expr(ins)
         functions = VECTOR16 | (VECTOR16_OWN if self.s.own_math else {})
         if ins.op in functions and all(self.k.body[s].space == "elem" for s in ins.srcs):
-            return functions[ins.op].format(*srcs)
+            return rounds.format(functions[ins.op].format(*srcs))
         return None
 
     def vector_assign(self, i: int) -> str | None:
@@ -965,14 +976,18 @@ class CRenderer(CFamily):
 
     def vector_final(self, indent: str, body: list[int], lo: str, hi: str,
                      lines_for: dict[int, list[str]] | None) -> list[str] | None:
-        """With Schedule.vectors, a row kernel's final pass that stores plainly in AVX-512 vectors of
-        16 columns where the compiler targets them (`#if`), then the `omp simd` loop over the rest
-        (all of the row elsewhere; the kernel's last loop, where a planted loop bug lands): the same
-        statements lane by lane, so the same bits. What it buys is 16-bit rows read and written in
-        registers (`vector_expr`: float16 by F16C, bfloat16 by a shift and BF16_VECTOR), where the
-        `omp simd` loop calls the prelude's bit forms. None where a statement has no vector form here or one is replaced
-        (`lines_for`: a stash read back)."""
-        if not self.s.vectors or self.k.kind == "elementwise" or lines_for:
+        """With Schedule.vectors, a row kernel's final pass or an elementwise kernel's loop that
+        stores plainly, in AVX-512 vectors of 16 columns where the compiler targets them (`#if`),
+        then the `omp simd` loop over the rest (all of the row elsewhere; the kernel's last loop,
+        where a planted loop bug lands): the same statements lane by lane, so the same bits. What it
+        buys is 16-bit rows read and written in registers (`vector_expr`: float16 by F16C, bfloat16
+        by a shift and BF16_VECTOR), where the `omp simd` loop calls the prelude's bit forms or
+        stages them, and our functions inlined (the sigmoid too). 4096x2048 elementwise kernels read
+        from memory: float16 `x + 0.5 * y` 0.84 ms against 1.64 staged, float16 SiLU 0.83 against
+        0.92, bfloat16 SiLU 1.23 against 2.25, float32 SiLU streamed 0.72 against 0.81
+        (docs/experiments/2026-12-06i-cpu/elementwise_vectors.py). None where a statement has no
+        vector form here or one is replaced (`lines_for`: a stash read back)."""
+        if not self.s.vectors or lines_for:
             return None
         stores = {}  # nothing is staged here: a vectors schedule stages only with a stash (`staging`)
         for b in body:

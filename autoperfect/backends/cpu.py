@@ -95,7 +95,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     vectors with our exp inlined (`apmath_scratch_avx512`, CRenderer.vector_groups): the same bits,
     softmax 4096x1024 1.20x faster in cache and 1.19x read from memory
     (docs/experiments/2026-12-04g-cpu), and that twin a `_piped` one where it pipes (a pass before
-    the stash's). The prefetching streaming row variants have `_piped` twins (`piped`): each row's
+    the stash's). A 16-bit elementwise kernel's wide variant (`apmath_v16`, `block16k_v16`) is
+    written in AVX-512 vectors where the compiler targets them (`in_registers`), the sigmoid inlined
+    too. The prefetching streaming row variants have `_piped` twins (`piped`): each row's
     final pass in the next row's first pass. Where the kernel computes 0.5 * x * (1 + tanh(y))
     (GELU's tanh form) the `_stream` twins of ours have `_sigmoid` twins (`sigmoid_twins`)."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
@@ -114,10 +116,11 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
                 inlined = (replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ()
                 found += (ours, *inlined, *piped_twins(kernel, inlined))
             else:
-                found += (replace(wide(OWN_MATH_SCHEDULE), stream=0),)
+                found += (replace(wide(OWN_MATH_SCHEDULE), stream=0, vectors=in_registers(kernel)),)
     elif kernel.kind == "elementwise":
         streamed = replace(SCHEDULES[0], name="block16k_stream", stream=STREAM_FROM)
-        found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ()) + (wide(SCHEDULES[0]),)
+        found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ())
+        found += (replace(wide(SCHEDULES[0]), vectors=in_registers(kernel)),)
     else:
         rows = Schedule("rows", compensate=COMPENSATE_FROM)
         vec = in_registers(kernel)
@@ -136,15 +139,16 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
 
 
 def in_registers(kernel: KernelIR) -> bool:
-    """Whether a row kernel's split variants should convert its 16-bit rows in AVX-512 registers
-    (Schedule.vectors: float16 by F16C, bfloat16 by a shift and the prelude's rounding, in
-    vector_groups and vector_final) rather than in `omp simd` loops (float16 staged on the stack
-    first, as `rows` does): where the compiler targets AVX-512 and the kernel keeps float32 between
-    its 16-bit ops (an exact kernel rounds each one, which has no vector form). 4096x2048 float16
+    """Whether a row kernel's split variants, or an elementwise kernel's wide one, should convert
+    its 16-bit rows in AVX-512 registers (Schedule.vectors: float16 by F16C, bfloat16 by a shift and
+    the prelude's rounding, in vector_groups and vector_final) rather than in `omp simd` loops
+    (float16 staged on the stack first, as `rows` does): where the compiler targets AVX-512 and,
+    in a row kernel, the kernel keeps float32 between its 16-bit ops (an exact elementwise kernel
+    rounds each op in registers; elementwise kernels: docs/experiments/2026-12-06i-cpu). 4096x2048 float16
     RMSNorm took 0.44-0.46 ms so against 1.40-1.52 staged (docs/experiments/2026-12-06g-cpu/registers.py),
     bfloat16 Llama RMSNorm 0.68-0.74 against 0.83 (`rows_split`) and 1.27 (`rows_v16`, whose 16-lane
     `omp simd` rounding GCC spells badly; docs/experiments/2026-12-06h-cpu/registers.py)."""
-    return avx512() and not exact(kernel) and bool(row_args(kernel, tuple(TAG)))
+    return avx512() and (kernel.kind == "elementwise" or not exact(kernel)) and bool(row_args(kernel, tuple(TAG)))
 
 
 def streamed_twins(kernel: KernelIR, schedules: Sequence[Schedule]) -> tuple[Schedule, ...]:

@@ -1,5 +1,6 @@
 /* ap_expf's and ap_tanhf's AVX-512 forms (backends/vmath.c says how they work), as inline functions
-   of a vector: vmath.c's entry points (_ZGVeN16v_ap_expf, _ZGVeN16v_ap_tanhf) return them, and a
+   of a vector, and the sigmoid over ap_expf: vmath.c's entry points (_ZGVeN16v_ap_expf,
+   _ZGVeN16v_ap_tanhf) return the first two, and a
    kernel whose schedule writes its split loops in vectors (Schedule.vectors) gets this text pasted
    in and calls them, so GCC inlines the function into the loop instead of calling the entry point
    from it (a call lets no value stay in a vector register across it). Include <immintrin.h> first.
@@ -35,4 +36,9 @@ static inline __m512 ap_tanhf_v16(__m512 x) {
   const __m512 s = _mm512_scalef_ps(_mm512_set1_ps(1.0f), n); /* 2^n: n in [0, 29], or NaN */
   const __m512 e = _mm512_fmadd_ps(m, s, _mm512_sub_ps(s, _mm512_set1_ps(1.0f)));
   return _mm512_or_ps(_mm512_div_ps(e, _mm512_add_ps(e, _mm512_set1_ps(2.0f))), _mm512_and_ps(x, sign));
+}
+static inline __m512 ap_sigmoidf_v16(__m512 x) { /* cfamily.UNARY's sigmoid over ap_expf, lane by lane */
+  const __m512 e = ap_expf_v16(_mm512_or_ps(x, _mm512_set1_ps(-0.0f)));
+  const __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(0.0f), _CMP_GE_OQ), e, _mm512_set1_ps(1.0f));
+  return _mm512_div_ps(t, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
