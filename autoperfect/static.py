@@ -156,6 +156,7 @@ INTRINSICS = {"_mm512_stream_ps", "_mm512_load_ps", "_mm256_stream_ps", "_mm256_
               "_mm512_castps_si512", "_mm512_castsi512_ps", "_mm512_cvtepu16_epi32", "_mm512_cvtepi32_epi16",
               "_mm512_slli_epi32", "_mm512_srli_epi32", "_mm512_and_si512", "_mm512_add_epi32",
               "_mm512_mask_or_epi32", "_mm512_cmp_ps_mask", "_mm512_set1_epi32",
+              "_mm512_fpclass_ps_mask", "_mm512_cvtneps_pbh",
               # the sigmoid's select (vmath_avx512.h's ap_sigmoidf_v16)
               "_mm512_mask_blend_ps"}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "_Alignof", "alignof", "_Alignas",

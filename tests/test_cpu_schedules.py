@@ -1322,8 +1322,9 @@ def test_a_sixteen_bit_elementwise_kernel_in_avx512_vectors_gives_the_same_bits(
     y = judge.storage(dtypes.round_to(rng.standard_normal((64, 1025)) * 3, dtype).astype(np.float32), dtype)
     for schedule in (s for s in schedules if s.vectors):
         source = BE.render(k, schedule)
-        assert "ap_f16_widen(" not in source and "_mm512_castsi512_ps(ap_bf16_bits16(" in source or (
-            name == "silu" or dtype == "float16"), schedule.name  # an exact kernel's ops rounded in vectors
+        assert "ap_f16_widen(" not in source, schedule.name
+        rounding = cfamily.VECTOR_ROUNDS[dtype].split("{0}")[0] + "("  # an exact kernel's ops, each in vectors
+        assert (rounding in source) is (name == "scaled_add"), schedule.name
         assert "_mm256_storeu_si256((__m256i *)(out" in source, schedule.name
         assert ("ap_sigmoidf_v16(v" in source) is (name == "silu"), schedule.name
         assert static.check(source, "cpu", k.name).passed, schedule.name
@@ -1345,23 +1346,40 @@ def test_a_sixteen_bit_elementwise_kernel_in_avx512_vectors_gives_the_same_bits(
 
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 def test_bfloat16_rounding_in_a_vector_gives_the_prelude_s_bits_for_every_float32(tmp_path):
-    """ap_bf16_bits16, the vector groups' bfloat16 rounding, against the prelude's scalar
-    ap_bf16_bits over every one of the 2^32 float32 bit patterns (ties, subnormals, infinities,
-    signalling and quiet NaN among them): the count of those that differ is 0."""
+    """The vector forms of bfloat16 rounding (cfamily.BF16_VECTOR: ap_bf16_bits16 in integer lanes,
+    ap_bf16_narrow16 and ap_bf16_round16 by AVX512_BF16's conversion where the compiler targets it
+    and no lane is subnormal) against the prelude's scalar ap_bf16_bits over every one of the 2^32
+    float32 bit patterns (ties, subnormals, infinities, signalling and quiet NaN among them), once
+    in vectors of 16 neighbouring patterns and once in vectors that mix signs and binades (a
+    subnormal lane sends the others through the integer form): the count of those that differ is 0
+    for each."""
     (tmp_path / "r.c").write_text("\n".join([
         "#include <stdint.h>", "#include <stdio.h>", "#include <immintrin.h>", cfamily.PRELUDE, cfamily.BF16_VECTOR,
+        "static uint64_t differ[3];",
+        "static void check(const uint32_t *lanes) {",
+        "  uint32_t bits[16], rounded[16]; uint16_t narrow[16];",
+        "  const __m512 f = _mm512_loadu_ps((const float *)lanes);",
+        "  _mm512_storeu_si512(bits, ap_bf16_bits16(f));",
+        "  _mm256_storeu_si256((__m256i *)narrow, ap_bf16_narrow16(f));",
+        "  _mm512_storeu_ps((float *)rounded, ap_bf16_round16(f));",
+        "  for (int l = 0; l < 16; l++) { union { uint32_t u; float f; } x; x.u = lanes[l];",
+        "    const uint32_t want = ap_bf16_bits(x.f);",
+        "    differ[0] += bits[l] != want; differ[1] += narrow[l] != want >> 16; differ[2] += rounded[l] != want; }",
+        "}",
         "int main(void) {",
-        "  uint64_t differ = 0; uint32_t lanes[16], got[16];",
+        "  uint32_t lanes[16];",
         "  for (uint64_t b = 0; b < (1ull << 32); b += 16) {",
         "    for (int l = 0; l < 16; l++) lanes[l] = (uint32_t)(b + l);",
-        "    _mm512_storeu_si512(got, ap_bf16_bits16(_mm512_loadu_ps((const float *)lanes)));",
-        "    for (int l = 0; l < 16; l++) { union { uint32_t u; float f; } x; x.u = lanes[l];",
-        "      differ += got[l] != ap_bf16_bits(x.f); }",
+        "    check(lanes);",
         "  }",
-        '  printf("%llu\\n", (unsigned long long)differ);',
+        "  for (uint32_t b = 0; b < (1u << 28); b++) {",
+        "    for (int l = 0; l < 16; l++) lanes[l] = b | (uint32_t)l << 28;",
+        "    check(lanes);",
+        "  }",
+        '  printf("%llu %llu %llu\\n", (unsigned long long)differ[0], (unsigned long long)differ[1], (unsigned long long)differ[2]);',
         "  return 0;", "}"]))
     subprocess.run(["gcc", "-O2", "-march=native", "-o", str(tmp_path / "r"), str(tmp_path / "r.c")], check=True)
-    assert subprocess.run([str(tmp_path / "r")], capture_output=True, text=True, check=True).stdout.strip() == "0"
+    assert subprocess.run([str(tmp_path / "r")], capture_output=True, text=True, check=True).stdout.split() == ["0"] * 3
 
 
 def test_no_float16_arithmetic_is_left_to_the_compiler():

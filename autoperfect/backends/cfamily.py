@@ -81,7 +81,10 @@ VECTOR_LOADS = {"contiguous": "_mm512_loadu_ps(in{a} + b{a} + j)", "broadcast": 
 F16_VECTOR_LOAD = "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({0})))"
 F16_VECTOR_ROUND = "_mm512_cvtps_ph({0}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
 # bfloat16 in a vector: widened by a shift, rounded as the prelude's ap_bf16_bits (the same bits,
-# NaN quieted) by BF16_VECTOR, which a source includes where it calls it (CRenderer.render)
+# NaN quieted) by BF16_VECTOR's functions, which a source includes where it calls them
+# (CRenderer.render): by AVX512_BF16's conversion where the compiler targets it and no lane is
+# subnormal (the instruction flushes those to zero; elsewhere it rounds as the prelude does, NaN
+# quieted alike), else in integer lanes (ap_bf16_bits16)
 BF16_VECTOR_LOAD = "_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)({0}))), 16))"
 BF16_VECTOR = """\
 static inline __m512i ap_bf16_bits16(__m512 f) {
@@ -90,13 +93,26 @@ static inline __m512i ap_bf16_bits16(__m512 f) {
   const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd));
   const __m512i q = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x00400000));
   return _mm512_and_si512(q, _mm512_set1_epi32((int)0xFFFF0000u));
+}
+static inline __m256i ap_bf16_narrow16(__m512 f) {
+#if defined(__AVX512BF16__)
+  if (!_mm512_fpclass_ps_mask(f, 0x20)) return (__m256i)_mm512_cvtneps_pbh(f);
+#endif
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16(f), 16));
+}
+static inline __m512 ap_bf16_round16(__m512 f) {
+#if defined(__AVX512BF16__)
+  if (!_mm512_fpclass_ps_mask(f, 0x20))
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(f)), 16));
+#endif
+  return _mm512_castsi512_ps(ap_bf16_bits16(f));
 }"""
+BF16_VECTOR_NAMES = ("ap_bf16_bits16", "ap_bf16_narrow16", "ap_bf16_round16")
 # by 16-bit type: a vector's load, its narrowing to 16 values' bits, and its rounding to the type
 # (there and back in its float lanes)
 VECTOR_LOADS16 = {"float16": F16_VECTOR_LOAD, "bfloat16": BF16_VECTOR_LOAD}
-VECTOR_NARROWS = {"float16": F16_VECTOR_ROUND, "bfloat16": "_mm512_cvtepi32_epi16(_mm512_srli_epi32(ap_bf16_bits16({0}), 16))"}
-VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})",
-                 "bfloat16": "_mm512_castsi512_ps(ap_bf16_bits16({0}))"}
+VECTOR_NARROWS = {"float16": F16_VECTOR_ROUND, "bfloat16": "ap_bf16_narrow16({0})"}
+VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})", "bfloat16": "ap_bf16_round16({0})"}
 # an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
 VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
                  **{t: f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {n.format('{v}')});"
@@ -871,7 +887,7 @@ class CRenderer(CFamily):
         inlined = called(VECTOR16_OWN_NAMES, text)
         if inlined:  # vector groups inline them
             out += ["#if defined(__AVX512F__)", own_vector16(*sorted(inlined)), "#endif"]
-        if called(("ap_bf16_bits16",), text):  # bfloat16 rounded in vectors
+        if called(BF16_VECTOR_NAMES, text):  # bfloat16 rounded in vectors
             out += ["#if defined(__AVX512F__)", BF16_VECTOR, "#endif"]
         out += self.streaming_prelude() if self.streams() else []
         if self.s.contract and not self.exact:  # the build's -ffp-contract=off, lifted for this kernel
