@@ -999,10 +999,10 @@ class CRenderer(CFamily):
         buys is 16-bit rows read and written in registers (`vector_expr`: float16 by F16C, bfloat16
         by a shift and BF16_VECTOR), where the `omp simd` loop calls the prelude's bit forms or
         stages them, and our functions inlined (the sigmoid too). 4096x2048 elementwise kernels read
-        from memory: float16 `x + 0.5 * y` 0.84 ms against 1.64 staged, float16 SiLU 0.83 against
-        0.92, bfloat16 SiLU 1.23 against 2.25, float32 SiLU streamed 0.72 against 0.81
-        (docs/experiments/2026-12-06i-cpu/elementwise_vectors.py). None where a statement has no
-        vector form here or one is replaced (`lines_for`: a stash read back)."""
+        from memory: float16 `x + 0.5 * y` 1.00 ms against 1.72 staged, float16 SiLU 0.87 against
+        0.96, bfloat16 SiLU 1.25 against 2.22 (docs/experiments/2026-12-06i-cpu/elementwise_vectors.py).
+        None where a statement has no vector form here or one is replaced (`lines_for`: a stash
+        read back)."""
         if not self.s.vectors or lines_for:
             return None
         stores = {}  # nothing is staged here: a vectors schedule stages only with a stash (`staging`)
