@@ -1254,6 +1254,21 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
             assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
+def native_and_avx2(k, schedule: Schedule, source: str, inputs: list, tmp_path) -> list[np.ndarray]:
+    """The 16-bit output of `source` built for this machine (its AVX-512 `#if` forms) and for AVX2
+    (its `omp simd` forms through the prelude's bit forms), run on `inputs`."""
+    (tmp_path / "k.c").write_text(source)
+    outs = []
+    for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
+        lib = tmp_path / f"k{n}.so"
+        subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
+                        "-o", str(lib), str(tmp_path / "k.c"), *([cpu.vmath_object()] if schedule.own_math else []),
+                        "-lm"], check=True)
+        outs.append(np.zeros(inputs[0].shape, np.uint16))
+        BE.Kernel(k, str(lib), "ctypes").run_numpy([*inputs, outs[-1]], k.launch)
+    return outs
+
+
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
@@ -1279,14 +1294,7 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
         assert "ap_f16_widen(" not in source, schedule.name
         assert "_mm256_storeu_si256((__m256i *)(out2 + r * N + j)" in source, schedule.name
         assert static.check(source, "cpu", k.name).passed, schedule.name
-        (tmp_path / "k.c").write_text(source)
-        outs = []
-        for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
-            lib = tmp_path / f"k{n}.so"
-            subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off",
-                            "-fno-math-errno", "-o", str(lib), str(tmp_path / "k.c"), "-lm"], check=True)
-            outs.append(np.zeros((7, 1001), np.uint16))
-            BE.Kernel(k, str(lib), "ctypes").run_numpy([x, w, outs[-1]], k.launch)
+        outs = native_and_avx2(k, schedule, source, [x, w], tmp_path)
         assert np.array_equal(outs[0], outs[1]), schedule.name
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
                                    seed_for("16-bit rows in registers judge", name, dtype))
@@ -1328,16 +1336,7 @@ def test_a_sixteen_bit_elementwise_kernel_in_avx512_vectors_gives_the_same_bits(
         assert "_mm256_storeu_si256((__m256i *)(out" in source, schedule.name
         assert ("ap_sigmoidf_v16(v" in source) is (name == "silu"), schedule.name
         assert static.check(source, "cpu", k.name).passed, schedule.name
-        (tmp_path / "k.c").write_text(source)
-        outs = []
-        for n, flags in enumerate((["-march=native"], ["-mavx2", "-mf16c", "-mfma"])):
-            lib = tmp_path / f"k{n}.so"
-            subprocess.run(["gcc", "-O3", *flags, "-fopenmp", "-fPIC", "-shared", "-ffp-contract=off",
-                            "-fno-math-errno", "-o", str(lib), str(tmp_path / "k.c"),
-                            *([cpu.vmath_object()] if schedule.own_math else []), "-lm"],
-                           check=True)
-            outs.append(np.zeros((64, 1025), np.uint16))
-            BE.Kernel(k, str(lib), "ctypes").run_numpy([x, y][:len(inputs)] + [outs[-1]], k.launch)
+        outs = native_and_avx2(k, schedule, source, [x, y][:len(inputs)], tmp_path)
         assert np.array_equal(outs[0], outs[1]), (schedule.name, int((outs[0] != outs[1]).sum()))
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
                                    seed_for("16-bit elementwise in registers judge", name, dtype))
