@@ -102,10 +102,10 @@ static inline __m256i ap_bf16_narrow16(__m512 f) {
 }
 static inline __m512 ap_bf16_round16(__m512 f) {
 #if defined(__AVX512BF16__)
-  if (!_mm512_fpclass_ps_mask(f, 0x20))
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(f)), 16));
-#endif
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(ap_bf16_narrow16(f)), 16));
+#else
   return _mm512_castsi512_ps(ap_bf16_bits16(f));
+#endif
 }"""
 BF16_VECTOR_NAMES = ("ap_bf16_bits16", "ap_bf16_narrow16", "ap_bf16_round16")
 # by 16-bit type: a vector's load, its narrowing to 16 values' bits, and its rounding to the type
@@ -113,6 +113,8 @@ BF16_VECTOR_NAMES = ("ap_bf16_bits16", "ap_bf16_narrow16", "ap_bf16_round16")
 VECTOR_LOADS16 = {"float16": F16_VECTOR_LOAD, "bfloat16": BF16_VECTOR_LOAD}
 VECTOR_NARROWS = {"float16": F16_VECTOR_ROUND, "bfloat16": "ap_bf16_narrow16({0})"}
 VECTOR_ROUNDS = {"float16": f"_mm512_cvtph_ps({F16_VECTOR_ROUND.format('{0}')})", "bfloat16": "ap_bf16_round16({0})"}
+# the types a vector form holds in float32 lanes: float32, and the 16-bit ones it rounds to
+VECTOR_HELD = ("float32", *VECTOR_ROUNDS)
 # an output's store of vector v at column j in a row's final pass (CRenderer.vector_final), by its type
 VECTOR_STORES = {"float32": "_mm512_storeu_ps(out{a} + r * N + j, {v});",
                  **{t: f"_mm256_storeu_si256((__m256i *)(out{{a}} + r * N + j), {n.format('{v}')});"
@@ -682,8 +684,7 @@ class CRenderer(CFamily):
         16-bit value is held in float32 lanes: an exact kernel's rounded to its type after each op,
         as `rounded` does in the `omp simd` loop, an inexact kernel's kept in float32."""
         srcs = [self.name(s) for s in ins.srcs]
-        held = ("float32", *VECTOR_ROUNDS)  # 16-bit values in float32 lanes
-        if ins.dtype not in held:
+        if ins.dtype not in VECTOR_HELD:
             return None
         if ins.op is Op.LOAD:
             a = ins.attr("arg")
@@ -697,7 +698,7 @@ class CRenderer(CFamily):
             return form.format(a=a) if form else None
         if ins.op is Op.CONST:
             return f"_mm512_set1_ps({self.expr(ins)})"
-        if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype in held:
+        if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype in VECTOR_HELD:
             src = srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
             # to a 16-bit type (an explicit cast, which rounds in every kernel): there and back in registers
             return VECTOR_ROUNDS[ins.dtype].format(src) if ins.dtype in VECTOR_ROUNDS else src
