@@ -1218,7 +1218,8 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
     """A float16 row kernel widens each row the stack holds (up to SCRATCH_ROW) into float buffers
     once, for every pass to read floats, and narrows its output row from one after the final pass
     (CRenderer.staged_row); longer rows read and write the bit forms; a bfloat16 one does the same
-    in a scratch stash's schedules alone. Where the schedule fixes the vector width (`lanes`), it
+    in a scratch stash's schedules alone, whose AVX-512 twin (`vectors`, where the compiler targets
+    it) narrows its output in registers instead. Where the schedule fixes the vector width (`lanes`), it
     gives the bits of its build with nothing staged, on both kinds of row (elsewhere the compiler
     picks each loop's width, and with it a plain sum's order and libmvec's function); every
     schedule passes the judge."""
@@ -1239,7 +1240,8 @@ def test_a_sixteen_bit_row_kernel_stages_its_rows_on_the_stack(name, dtype, shap
         assert (f"ap_{tag}_widen(in0 + b0 + 0, ap_h0, N);" in body) is staged, schedule.name
         if staged:
             assert f"ap_{tag}_widen(in1 + b1 + 0, ap_h1, N);" in body and f"if (N > {cfamily.SCRATCH_ROW})" in body
-            assert f"ap_{tag}_narrow(ap_h2, out2 + r * N + 0, N - 0)" in body
+            narrowed = f"ap_{tag}_narrow(ap_h2, out2 + r * N + 0, N - 0)" in body
+            assert narrowed is not schedule.vectors, schedule.name
         assert static.check(source, "cpu", k.name).passed, schedule.name
         outs = []
         for text in (source, Unstaged(k, schedule).render()):
@@ -1299,6 +1301,39 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / schedule.name)}, Settings(),
                                    seed_for("16-bit rows in registers judge", name, dtype))
         assert verdict["passed"], (schedule.name, verdict["reason"])
+
+
+@pytest.mark.skipif(not cpu.avx512() or not cpu.vmath_object(), reason="no AVX-512 or no vector math here")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_sixteen_bit_scratch_softmax_in_avx512_vectors_narrows_its_output_in_registers(dtype, tmp_path):
+    """A 16-bit softmax's scratch stash in AVX-512 vectors (`apmath_scratch_avx512`) widens its
+    input rows onto the stack as before, but its final pass reads the exps back in vectors and
+    narrows each output vector in registers (CRenderer.vector_final with the stash's vector read,
+    `read_back`): no output buffer, and no rounding for the cast back to the type, which only the
+    store reads and whose narrowing rounds it the same. Built for AVX2 the same source runs the
+    `omp simd` loops through the bit forms: the same bits both ways on rows with part of a vector
+    left over (one of them NaN and infinity, one subnormal), and the judge passes it."""
+    spec = spec_of("softmax", ROWS16["softmax"], x={"shape": [7, 1001], "dtype": dtype}, w={"shape": [1001], "dtype": dtype})
+    k = kernel_of(spec)
+    (schedule,) = [s for s in cpu.schedules_for(k) if s.vectors and s.scratch]
+    source = BE.render(k, schedule)
+    held = source.split(f"if (N > {cfamily.SCRATCH_ROW})")[1].split("} else {")[1]  # the rows the stack holds
+    tag = cfamily.TAG[dtype]
+    assert f"ap_{tag}_widen(in0 + b0 + 0, ap_h0, N);" in held and "ap_h2" not in held
+    final = held.split(f"jv += {cfamily.VECTOR_LANES}) {{")[-1].split("#endif")[0]  # its vectors
+    store = "_mm256_storeu_si256((__m256i *)(out2 + r * N + j), "
+    assert "_mm512_loadu_ps(ap_row + j)" in final and store in final and cfamily.VECTOR_ROUNDS[dtype].split("{0}")[0] not in final.split(store)[0]
+    assert static.check(source, "cpu", k.name).passed
+    rng = np.random.default_rng(seed_for("16-bit scratch softmax in registers", dtype))
+    values = rng.standard_normal((7, 1001)) * 3
+    values[2, ::7], values[2, 3::7] = np.nan, np.inf
+    values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
+    x, w = (judge.storage(dtypes.round_to(v, dtype).astype(np.float32), dtype) for v in (values, rng.standard_normal(1001)))
+    outs = native_and_avx2(k, schedule, source, [x, w], tmp_path)
+    assert np.array_equal(outs[0], outs[1]), int((outs[0] != outs[1]).sum())
+    verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / "judged")}, Settings(),
+                               seed_for("16-bit scratch softmax in registers judge", dtype))
+    assert verdict["passed"], verdict["reason"]
 
 
 ELEMENTWISE16 = {  # a model's SiLU (inexact: float32 between its ops) and a scaled residual add (exact)

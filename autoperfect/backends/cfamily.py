@@ -533,7 +533,14 @@ class CRenderer(CFamily):
             return frozenset()  # 16-bit rows converted in registers instead (vector_groups, vector_final)
         if self.k.kind == "elementwise" and self.s.vectors and self.vector_final("", list(plan(self.k).final_elem), "j0", "j1", None):
             return frozenset()  # and an elementwise kernel's where its loop has a vector form
-        return row_args(self.k, tuple(TAG) if self.k.kind != "elementwise" and self.s.scratch else ("float16",))
+        args = row_args(self.k, tuple(TAG) if self.k.kind != "elementwise" and self.s.scratch else ("float16",))
+        p = plan(self.k)
+        st = stash(self.k, p) if self.k.kind != "elementwise" and self.s.vectors and self.s.scratch else None
+        if st:  # a scratch stash's rows: its outputs narrowed in registers where the final pass has a vector form
+            self.staged = frozenset(a for a in args if self.k.args[a].role != "out")
+            if self.vector_final("", list(st.final_elem), "0", "N", *self.read_back(st)):
+                return self.staged
+        return args
 
     def accumulate(self, r: int, acc: str, v: str, nan: str) -> str:
         """Reduction r's accumulate statement, with its NaN flag where it keeps one."""
@@ -700,8 +707,12 @@ class CRenderer(CFamily):
             return f"_mm512_set1_ps({self.expr(ins)})"
         if ins.op is Op.CAST and self.k.body[ins.srcs[0]].dtype in VECTOR_HELD:
             src = srcs[0] if self.k.body[ins.srcs[0]].space == "elem" else f"_mm512_set1_ps({srcs[0]})"
-            # to a 16-bit type (an explicit cast, which rounds in every kernel): there and back in registers
-            return VECTOR_ROUNDS[ins.dtype].format(src) if ins.dtype in VECTOR_ROUNDS else src
+            # to a 16-bit type (an explicit cast, which rounds in every kernel): there and back in
+            # registers, unless only stores of its type read it, whose narrowing rounds it the same
+            # (rounding to nearest even twice is rounding once; a NaN quieted twice, once)
+            stored = all(u.op is Op.STORE and self.k.args[u.attr("arg")].dtype == ins.dtype
+                         for u in self.k.body if ins.id in u.srcs)
+            return VECTOR_ROUNDS[ins.dtype].format(src) if ins.dtype in VECTOR_ROUNDS and not stored else src
         rounds = VECTOR_ROUNDS[ins.dtype] if self.exact and ins.dtype in VECTOR_ROUNDS else "{0}"
         if ins.op in VECTOR_OPERATORS:
             table = self.unary if ins.op in UNARY else self.binary
@@ -955,7 +966,8 @@ class CRenderer(CFamily):
                 "#endif", ""]
 
     def store_loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
-                   lines_for: dict[int, list[str]] | None = None, ahead: Sequence[int] = ()) -> list[str]:
+                   lines_for: dict[int, list[str]] | None = None, ahead: Sequence[int] = (),
+                   vector_for: dict[int, list[str]] | None = None) -> list[str]:
         """The loop that stores per-element outputs. Streaming: chunks that start on a 64-byte
         cache line are computed into buffers and written with non-temporal stores (no read of the
         destination line, no eviction of what the next rows need), then the whole lines left one
@@ -976,7 +988,8 @@ class CRenderer(CFamily):
         to the stack for the copy it might need: LayerNorm 4096x1024 read from memory 1.01-1.08x
         faster, RMSNorm 1.01x (docs/experiments/2026-12-04e-cpu)."""
         if not self.streams():
-            return self.vector_final(indent, body, lo, hi, lines_for) or self.loop(indent, body, lo, hi, lines_for=lines_for)
+            return (self.vector_final(indent, body, lo, hi, lines_for, vector_for)
+                    or self.loop(indent, body, lo, hi, lines_for=lines_for))
         c = self.chunk
         outs = self.elem_outputs(body)
         first = f"out{outs[0]} + r * N"
@@ -992,7 +1005,8 @@ class CRenderer(CFamily):
         return lines
 
     def vector_final(self, indent: str, body: list[int], lo: str, hi: str,
-                     lines_for: dict[int, list[str]] | None) -> list[str] | None:
+                     lines_for: dict[int, list[str]] | None,
+                     vector_for: dict[int, list[str]] | None = None) -> list[str] | None:
         """With Schedule.vectors, a row kernel's final pass or an elementwise kernel's loop that
         stores plainly, in AVX-512 vectors of 16 columns where the compiler targets them (`#if`),
         then the `omp simd` loop over the rest (all of the row elsewhere; the kernel's last loop,
@@ -1002,26 +1016,29 @@ class CRenderer(CFamily):
         stages them, and our functions inlined (the sigmoid too). 4096x2048 elementwise kernels read
         from memory: float16 `x + 0.5 * y` 1.00 ms against 1.72 staged, float16 SiLU 0.87 against
         0.96, bfloat16 SiLU 1.25 against 2.22 (docs/experiments/2026-12-06i-cpu/elementwise_vectors.py).
-        None where a statement has no vector form here or one is replaced (`lines_for`: a stash
-        read back)."""
-        if not self.s.vectors or lines_for:
+        A statement `lines_for` replaces (a stash read back) takes `vector_for`'s instead; a staged
+        output is stored into its buffer. None where a statement has no vector form here or a
+        replaced one none given."""
+        if not self.s.vectors:
             return None
-        stores = {}  # nothing is staged here: a vectors schedule stages only with a stash (`staging`)
+        stores = {}
         for b in body:
             ins = self.k.body[b]
             if ins.op is Op.STORE:
-                a = ins.attr("arg")
-                if ins.space != "elem" or self.k.args[a].dtype not in VECTOR_STORES:
+                a, v = ins.attr("arg"), self.name(ins.srcs[0])
+                if ins.space != "elem" or (a not in self.staged and self.k.args[a].dtype not in VECTOR_STORES):
                     return None
-                stores[b] = [VECTOR_STORES[self.k.args[a].dtype].format(a=a, v=self.name(ins.srcs[0]))]
-        decls = self.vector_statements(body, dict.fromkeys(stores, []), stores)
+                stores[b] = [f"_mm512_storeu_ps(ap_h{a} + {self.stage_index}, {v});" if a in self.staged
+                             else VECTOR_STORES[self.k.args[a].dtype].format(a=a, v=v)]
+        decls = self.vector_statements(body, {**(lines_for or {}), **dict.fromkeys(stores, [])},
+                                       {**(vector_for or {}), **stores})
         if decls is None:
             return None
         inner = indent + "  "
         return [f"{indent}{{", f"{inner}int64_t jv = {lo};", "#if defined(__AVX512F__)",
                 f"{inner}for (; jv + {VECTOR_LANES} <= {hi}; jv += {VECTOR_LANES}) {{",
                 f"{inner}  const int64_t j = jv;", *(f"{inner}  {line}" for line in decls), f"{inner}}}", "#endif",
-                *self.loop(inner, body, "jv", hi), f"{indent}}}"]
+                *self.loop(inner, body, "jv", hi, lines_for=lines_for), f"{indent}}}"]
 
     def next_head(self, body: list[int]) -> list[str]:
         """At a row's start, where its final pass (`body`) streams: a write prefetch of the next row's
@@ -1281,17 +1298,27 @@ class CRenderer(CFamily):
         """A final pass's lines_for: stash `st`'s value read back from `stashed` instead of recomputed."""
         return {st.value: [f"const float {self.name(st.value)} = {stashed};"]} if st else None
 
+    def kept_at(self, st) -> tuple[str, str]:
+        """Where stash `st` keeps a row's values, and a column's index there: the scratch buffer on
+        the thread's stack, or its float32 output's row."""
+        return ("ap_row", "j") if self.s.scratch else (f"out{st.arg}", "r * N + j")
+
+    def read_back(self, st) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+        """The final pass's stash read, as lines_for and as vector_for (store_loop's)."""
+        row, index = self.kept_at(st)
+        return (self.reading(st, f"{row}[{index}]"),
+                {st.value: [f"const __m512 {self.name(st.value)} = _mm512_loadu_ps({row} + {index});"]})
+
     def row_passes(self, p, st, ahead: list[int], piped: bool) -> list[str]:
         """A row's reducing passes and its final pass (render_row), stash `st` kept by the last
         reducing pass and read back by the final one."""
         final = list(st.final_elem) if st else list(p.final_elem)
         held = self.reading(st, "ap_buf[j]")  # a piped row's kept stash, in the thread's buffer
-        row, index = ("ap_row", "j") if self.s.scratch else (f"out{st.arg}" if st else "", "r * N + j")
-        kept = f"{row}[{index}]" if st else ""
-        keep = {st.value: [self.assign(st.value), f"{kept} = {self.name(st.value)};"]} if st else {}
+        row, index = self.kept_at(st) if st else ("", "")
+        keep = {st.value: [self.assign(st.value), f"{row}[{index}] = {self.name(st.value)};"]} if st else {}
         value = self.vector_assign(st.value) if st and self.s.vectors else None  # the same in a vector group
         keep_vector = {st.value: [value, f"_mm512_storeu_ps({row} + {index}, {self.name(st.value)});"]} if value else {}
-        read = self.reading(st, kept)
+        read, read_vector = self.read_back(st) if st else (None, None)
         lines = []
         sh = shifted(self.k, p) if self.s.onepass and self.s.split > 6 and not st else None
         for n, rp in enumerate(p.passes):
@@ -1320,7 +1347,7 @@ class CRenderer(CFamily):
         if piped:  # others': after the passes
             lines += self.piped_rest(final, ahead, read, held, rest=not st)
         elif final:
-            lines += self.store_loop("    ", final, lines_for=read, ahead=ahead)
+            lines += self.store_loop("    ", final, lines_for=read, ahead=ahead, vector_for=read_vector)
         return lines
 
     def piped_frame(self, body: list[int], lines_for: dict[int, list[str]] | None = None
