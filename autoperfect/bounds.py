@@ -3,7 +3,8 @@
 Every node gets its float64 value v and a bound e on how far a correct implementation in the node's
 dtype may be from v: the sources' errors carried through the op's derivative, plus the op's own
 rounding (u|v| for correctly rounded ops, k ulps for a function held to k ulps, n·u·Σ|x| for a sum
-of n terms in any order). Where the dtype overflows or a comparison sits within error of its
+of n terms in any order; an approximated function's result below the smallest normal value may
+be flushed to zero). Where the dtype overflows or a comparison sits within error of its
 threshold, the bound is infinite: the element can't be judged numerically and is counted as such.
 """
 
@@ -22,6 +23,9 @@ from .ops import OPAQUE, PREDICATE, REDUCE, ULP_BOUND, Op
 INF = np.inf
 FMAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 DENORM_MIN = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
+# the smallest normal values: below them an approximated function's result may be flushed to zero,
+# as MLX's exp does on the CPU (mx.exp(-103.) is 0, not 1.4e-45), and GPU math libraries' fast paths
+TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
 
 
 def _ulps(op: Op, v: np.ndarray, u: float) -> np.ndarray:
@@ -174,6 +178,8 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             else:
                 u = dtypes.EPS[n.dtype]
                 e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
+                if n.op in ULP_BOUND:  # an approximated function may flush a subnormal result to zero
+                    e = e + np.where(np.abs(v) < TINY[n.dtype], np.abs(v), 0.0)
             flag = np.zeros(n.shape, bool)
             for s in n.srcs:
                 flag = flag | _carried(unsure[s], graph.nodes[s], n)
@@ -184,10 +190,27 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             if n.dtype in FMAX:
                 # past the dtype's largest finite value a correct kernel may hold inf
                 flag = flag | (np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > FMAX[n.dtype]))
+                flag = flag | _partials_overflow(n, args, v)
             e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
             vals[n.id], unsure[n.id] = held, np.broadcast_to(flag, n.shape)
             errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
     return vals, errs
+
+
+def _partials_overflow(n: Node, args, v: np.ndarray) -> np.ndarray:
+    """Where a sum in some order may pass the largest finite value on the way although the sum
+    itself is finite: its terms' magnitudes add up past it, so partial sums can overflow before
+    the terms that cancel them come (a matmul's row of 0.9x float32's largest values against a
+    column of ones and minus ones took MLX's float32 matmul to -inf where float64 held -1.5e38).
+    A reduction accumulates in float32 at least (`_reduce`); a matmul, which MLX runs, in its type."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if n.op is Op.MATMUL:
+            terms, limit = np.abs(args[0]) @ np.abs(args[1]), FMAX[n.dtype]
+        elif n.op is Op.SUM:
+            terms, limit = np.sum(np.abs(args[0]), axis=n.attr("axes"), keepdims=n.attr("keepdims")), FMAX["float32"]
+        else:
+            return np.zeros(np.shape(v), bool)
+    return np.isfinite(v) & (terms > limit)
 
 
 def _held(value) -> np.ndarray:

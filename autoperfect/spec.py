@@ -4,8 +4,10 @@ and the field."""
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import importlib
+import inspect
 import json
 import math
 from dataclasses import dataclass
@@ -51,9 +53,13 @@ class OpSpec:
         if self.is_reference:
             module, _, attr = self.fn.strip().partition(":")
             try:
-                return getattr(importlib.import_module(module), attr)
+                found = getattr(importlib.import_module(module), attr)
             except (ImportError, AttributeError) as e:
                 raise SpecError(self.name, "fn", f"cannot import {self.fn.strip()!r}: {e}") from None
+            if not inspect.isfunction(found):  # the tracer reads a def's globals and source lines
+                raise SpecError(self.name, "fn", f"{self.fn.strip()!r} is a {type(found).__name__}, "
+                                                 "not a Python function written with def")
+            return found
         try:
             return function_from_source(self.fn, f"<op {self.name}>")
         except SyntaxError as e:
@@ -107,11 +113,34 @@ def parse_op(name: str, raw: Any) -> OpSpec:
     if not op.is_reference:
         _check_source(op)
     if fast is not None:
-        try:
-            ast.parse(fast, mode="eval")
-        except SyntaxError as e:
-            raise SpecError(name, "fast", f"does not parse: {e.msg}") from None
+        _check_fast(name, fast, inputs)
     return op
+
+
+def _check_fast(op: str, fast: str, inputs: tuple[InputSpec, ...]) -> None:
+    """A `fast:` expression parses, names only the inputs, `mx` and Python's builtins, and every
+    `mx.` path it calls exists in this MLX: a typo fails here, before any job, not at the bench."""
+    try:
+        tree = ast.parse(fast, mode="eval")
+    except SyntaxError as e:
+        raise SpecError(op, "fast", f"does not parse: {e.msg}") from None
+    import mlx.core as mx
+
+    known = {i.name for i in inputs} | {"mx"} | set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in known:
+            raise SpecError(op, "fast", f"names {node.id!r}, which is neither an input "
+                                        f"({', '.join(i.name for i in inputs)}) nor mx")
+        path, root = [], node
+        while isinstance(root, ast.Attribute):
+            path.insert(0, root.attr)
+            root = root.value
+        if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id == "mx":
+            found = mx
+            for n, attr in enumerate(path):
+                found = getattr(found, attr, None)
+                if found is None:
+                    raise SpecError(op, "fast", f"mx.{'.'.join(path[:n + 1])} does not exist in MLX {mx.__version__}")
 
 
 def _parse_input(op: str, arg: Any, raw: Any) -> InputSpec:

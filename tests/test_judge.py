@@ -127,6 +127,46 @@ def test_a_cast_bounds_both_roundings_where_its_source_is_inexact():
     assert np.all(bound <= 2 ** -8 * (1 + 2 ** -7))
 
 
+def test_sums_whose_terms_add_past_the_largest_float_are_not_judged_where_they_cancel():
+    """A sum in some order may overflow on the way where its terms' magnitudes add up past float32's
+    largest value although it cancels to a finite value: MLX's float32 matmul gave -inf where
+    float64 held -1.5e38 (a matmul epilogue never passed the judge's special inputs). Such elements
+    get no bound (NaN: not judged); a row whose magnitudes stay below it is judged as before, and a
+    kernel that returns inf for it fails."""
+    big = float(np.float32(0.9 * np.finfo(np.float32).max))
+    xs = [np.float32([[big, big, -big, -big], [big, -1.0, 2.0, 3.0]])]
+    e = judge.expected(*[r[ROWSUM_SMALL.canonical.outputs[0]] for r in propagate(ROWSUM_SMALL.canonical, xs)])
+    assert e.judgeable.tolist() == [[False], [True]]
+    got = np.array([[np.inf], [np.inf]])
+    assert judge.compare(got, e, 0)[0].index == (1, 0)
+    mm = front(op("mm", "def mm(x, w):\n    return mx.maximum(x @ w, 0.0)\n", x={"shape": [2, 4]}, w={"shape": [4, 1]}))
+    vals, errs = propagate(mm.canonical, [xs[0], np.float32([[1.0], [1.0], [1.0], [1.0]])])
+    assert np.isnan(errs[mm.canonical.outputs[0]]).tolist() == [[True], [False]]
+
+
+def test_an_approximated_function_may_flush_a_subnormal_result_to_zero():
+    """MLX's exp flushes what lies below float32's smallest normal value (mx.exp(-103.) is 0, not
+    1.4e-45), as GPU math libraries' fast paths do: a kernel downstream of it must not be blamed,
+    so an approximated function's result below the smallest normal may be 0; a normal one may not."""
+    f = front(op("e", "def e(x):\n    return mx.exp(x)\n", x={"shape": [3]}))
+    xs = [np.float32([-103.0, -88.0, -80.0])]
+    vals, errs = propagate(f.canonical, xs)
+    out = f.canonical.outputs[0]
+    ok, _ = judge.compare(np.array([0.0, 0.0, np.exp(-80.0)]), judge.expected(vals[out], errs[out]), 0)
+    assert ok is None
+    wrong, _ = judge.compare(np.array([0.0, 0.0, 0.0]), judge.expected(vals[out], errs[out]), 0)
+    assert wrong.index == (2,)
+    assert float(mx_exp(-103.0)) == 0.0  # what the allowance is for
+
+
+ROWSUM_SMALL = front(op("rowsum4", "def rowsum4(x):\n    return mx.sum(x, axis=-1, keepdims=True)\n", x={"shape": [2, 4]}))
+
+
+def mx_exp(x: float):
+    import mlx.core as mx
+    return mx.exp(mx.array(x, dtype=mx.float32)).item()
+
+
 # -- no false rejections: hand-written kernels that order their sums otherwise ---------------------------
 
 ROWSUM = op("rowsum", "def rowsum(x):\n    return mx.sum(x, axis=-1, keepdims=True)\n",
