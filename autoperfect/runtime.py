@@ -539,9 +539,9 @@ class Jit:
         outcome is kept in the cache (`Cache.store_race`), by the traced function, the plan's
         kernels and variants and the chip, and a later first call of the same plan reuses it where
         the kernels won. One MLX won is raced again in each process that meets the plan: it may be
-        a loaded moment's (OpenMP threads another process keeps off their cores wait for it: a
-        LayerNorm's kernels once lost 0.03x on a shared machine that they win by 6x alone), and
-        kept, it would keep the kernels from ever running again."""
+        a loaded moment's (OpenMP threads wait for one another process keeps off its core: a
+        LayerNorm's kernels lost 0.03x on a machine shared with a test run, where alone they win
+        by 6x), and kept, it would keep the kernels from ever running again."""
         digest = race_digest(traced, plan, self.backend)
         recorded = self.cache.race(self.backend, digest)
         if recorded is not None and not recorded["mlx_runs"]:
