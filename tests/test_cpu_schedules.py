@@ -1305,15 +1305,19 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
 
 @pytest.mark.skipif(not cpu.avx512() or not cpu.vmath_object(), reason="no AVX-512 or no vector math here")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_a_sixteen_bit_scratch_softmax_in_avx512_vectors_narrows_its_output_in_registers(dtype, tmp_path):
+@pytest.mark.parametrize("fn", [ROWS16["softmax"], "def softmax(x, w):\n    return mx.softmax(x, axis=-1, precise=True) * w\n"],
+                         ids=["weight-before", "weight-after"])
+def test_a_sixteen_bit_scratch_softmax_in_avx512_vectors_narrows_its_output_in_registers(fn, dtype, tmp_path):
     """A 16-bit softmax's scratch stash in AVX-512 vectors (`apmath_scratch_avx512`) widens its
     input rows onto the stack as before, but its final pass reads the exps back in vectors and
     narrows each output vector in registers (CRenderer.vector_final with the stash's vector read,
     `read_back`): no output buffer, and no rounding for the cast back to the type, which only the
-    store reads and whose narrowing rounds it the same. Built for AVX2 the same source runs the
+    store reads and whose narrowing rounds it the same (where a weight after it reads it too, it
+    rounds). Built for AVX2 the same source runs the
     `omp simd` loops through the bit forms: the same bits both ways on rows with part of a vector
-    left over (one of them NaN and infinity, one subnormal), and the judge passes it."""
-    spec = spec_of("softmax", ROWS16["softmax"], x={"shape": [7, 1001], "dtype": dtype}, w={"shape": [1001], "dtype": dtype})
+    left over (one of them NaN and infinity, one subnormal), and the judge passes it; a weight the
+    final pass reads is read from its staged row in vectors too."""
+    spec = spec_of("softmax", fn, x={"shape": [7, 1001], "dtype": dtype}, w={"shape": [1001], "dtype": dtype})
     k = kernel_of(spec)
     (schedule,) = [s for s in cpu.schedules_for(k) if s.vectors and s.scratch]
     source = BE.render(k, schedule)
@@ -1322,7 +1326,10 @@ def test_a_sixteen_bit_scratch_softmax_in_avx512_vectors_narrows_its_output_in_r
     assert f"ap_{tag}_widen(in0 + b0 + 0, ap_h0, N);" in held and "ap_h2" not in held
     final = held.split(f"jv += {cfamily.VECTOR_LANES}) {{")[-1].split("#endif")[0]  # its vectors
     store = "_mm256_storeu_si256((__m256i *)(out2 + r * N + j), "
-    assert "_mm512_loadu_ps(ap_row + j)" in final and store in final and cfamily.VECTOR_ROUNDS[dtype].split("{0}")[0] not in final.split(store)[0]
+    assert "_mm512_loadu_ps(ap_row + j)" in final and store in final
+    # the cast back to the type rounds in registers only where more than the store reads it (the weight)
+    rounds = cfamily.VECTOR_ROUNDS[dtype].split("{0}")[0] in final.split(store)[0]
+    assert rounds is (fn != ROWS16["softmax"]) and ("_mm512_loadu_ps(ap_h1 + j)" in final) is rounds
     assert static.check(source, "cpu", k.name).passed
     rng = np.random.default_rng(seed_for("16-bit scratch softmax in registers", dtype))
     values = rng.standard_normal((7, 1001)) * 3

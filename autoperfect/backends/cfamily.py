@@ -503,13 +503,13 @@ class CRenderer(CFamily):
         # max and min reductions that keep a NaN flag (those whose NaN every output carries anyway don't)
         self.flagged = frozenset(i.id for i in kernel.body if i.op in (Op.RMAX, Op.RMIN)
                                  and not nan_carried(kernel, i.id))
+        # a staged value's place in its buffer: an elementwise chunk's from jc, a row's from 0
+        self.stage_index = "j - jc" if kernel.kind == "elementwise" else "j"
         self.staged = frozenset()  # what `staging` asks vector_final of: the loop read from the arguments
         self.staged = self.staging()
         outs = [a for a in self.k.args if a.role == "out" and a.space == "elem"]
         # streaming stores (`streams`): decided once, so the unstaged copy's long rows don't stream either
         self.streamed = bool(schedule.stream) and bool(outs) and all(a.dtype == "float32" for a in outs) and not self.staged
-        # a staged value's place in its buffer: an elementwise chunk's from jc, a row's from 0
-        self.stage_index = "j - jc" if kernel.kind == "elementwise" else "j"
 
     def rounded(self, ins: Instr, expr: str) -> str:
         """An inexact kernel keeps its 16-bit ops' values in float32 up to the store (or an explicit
