@@ -122,7 +122,8 @@ def load_row(results_dir: str, op: str, backend: str) -> Row:
     if validation is None:
         return Row(op, backend, problem)
     if validation.get("passed") is not True:
-        return Row(op, backend, f"FAILED: {shorten(str(validation.get('reason', 'no reason given')))}")
+        label = "UNSUPPORTED" if validation.get("unsupported") is True else "FAILED"  # not rendered, or wrong
+        return Row(op, backend, f"{label}: {shorten(str(validation.get('reason', 'no reason given')))}")
     measured, problem = read_json(os.path.join(where, "bench.json"))
     if measured is None:
         return Row(op, backend, f"passed; {problem}")

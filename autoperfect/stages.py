@@ -120,11 +120,12 @@ def validate(spec_json: str, kernels_path: str, compile_path: str, settings: dic
     by_kernel = {n: [c for c in compiled["candidates"] if c["kernel"] == n] for n in names}
     result = {"op": spec.name, "backend": backend, "judge": settings, "machine": bench.machine(),
               "measured_at": bench.measured_at(), "candidates": []}
-    problems = [f"{c['kernel']}: {c['error']}" for cs in by_kernel.values() for c in cs if "error" in c]
-    problems += [f"{n}: no candidate compiled" for n, cs in by_kernel.items()
-                 if not any(c.get("ok") for c in cs) and not any("error" in c for c in cs)]
-    if problems:
-        artifacts.write_json(out, {**result, "passed": False, "reason": "; ".join(problems)})
+    unrendered = [f"{c['kernel']}: {c['error']}" for cs in by_kernel.values() for c in cs if "error" in c]
+    uncompiled = [f"{n}: no candidate compiled" for n, cs in by_kernel.items()
+                  if not any(c.get("ok") for c in cs) and not any("error" in c for c in cs)]
+    if unrendered or uncompiled:  # a kernel the backend can't render is unsupported, not a wrong result
+        artifacts.write_json(out, {**result, "passed": False, "reason": "; ".join(unrendered + uncompiled),
+                                   **({"unsupported": True} if not uncompiled else {})})
         return
     missing = backends.missing_device(backend)  # a GPU backend renders and compiles anywhere
     if missing:

@@ -83,6 +83,16 @@ def test_failing_op_shows_its_reason_and_no_timing(results):
     assert all(cell.strip() == report.NONE for line in softmax for cell in line.split("|")[4:-1])
 
 
+def test_an_op_the_backend_cannot_render_is_unsupported_not_failed(results):
+    """validation.json's `unsupported` (every problem a kernel the backend can't render, e.g. integer
+    arithmetic) reads UNSUPPORTED, so it is not taken for a wrong result."""
+    path = results / "softmax" / "cpu" / "validation.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "unsupported": True}))
+    softmax = _rows_of(_build(results), "softmax")
+    assert softmax and all("UNSUPPORTED: " in line and "FAILED" not in line for line in softmax)
+
+
 def test_plots_exist_and_are_linked_relatively(results):
     markdown = _build(results)
     for name in ("speedup", "roofline"):
