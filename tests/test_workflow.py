@@ -107,7 +107,8 @@ def test_full_run_writes_the_contract(ran):
     regions = json.loads((ran / "results/rms/regions.json").read_text())
     assert [r["kind"] for r in regions["regions"]] == ["kernel"]
     assert "| rms | cpu | passed |" in (ran / "results/report.md").read_text()
-    assert "measured in the op's own process (the roofline's stream kernels" in (ran / "results/report.md").read_text()
+    # ops this small are held to no memory bar, and the report says so rather than "all"
+    assert "of the stream bandwidth: no op qualifies" in (ran / "results/report.md").read_text()
     # two ops are too few to fit the schedule model on the others: the stage says so, scores nothing
     scored = json.loads((ran / "results/schedule_model.json").read_text())["backends"]["cpu"]
     assert scored["summary"]["launches"] == 0 and scored["model"] is None
