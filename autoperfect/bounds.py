@@ -124,7 +124,7 @@ def _cast(n: Node, ea: np.ndarray, v: np.ndarray) -> np.ndarray:
     return ea * (1 + u) + own + np.where(ea > 0, own + DENORM_MIN[n.dtype], 0.0)
 
 
-def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> np.ndarray:
+def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float, terms: np.ndarray | None) -> np.ndarray:
     axes, keep = n.attr("axes"), n.attr("keepdims")
     count = math.prod(x.shape[a] for a in axes)
     # Accumulators are at least float32 (as in MLX and every renderer): a 16-bit sum of 4096 terms
@@ -133,7 +133,6 @@ def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float) -> 
     acc = min(u, dtypes.EPS["float32"])
     if n.op is Op.SUM:
         # any summation order: |error| <= sum of carried errors + count*acc*sum|x_i| + final rounding
-        terms = np.sum(np.abs(x), axis=axes, keepdims=keep)
         return np.sum(ex, axis=axes, keepdims=keep) + count * acc * terms + (u - acc) * np.abs(v)
     if n.op is Op.PROD:
         rel = np.sum(ex / np.where(x != 0, np.abs(x), 1), axis=axes, keepdims=keep) + count * acc + (u - acc)
@@ -165,16 +164,17 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             ea = [errs[s] for s in n.srcs]
             held = _held(apply(n, [vals[s] for s in n.srcs], "float64"))
             v = np.asarray(held, np.float64)
+            terms = _magnitudes(n, args)
             if n.op in PREDICATE or n.dtype == "bool":
                 e = _predicate(n, args, ea)
             elif n.op is Op.CAST:
                 e = _cast(n, ea[0], v)
             elif n.op in REDUCE:
-                e = _reduce(n, args[0], ea[0], v, dtypes.EPS[n.dtype])
+                e = _reduce(n, args[0], ea[0], v, dtypes.EPS[n.dtype], terms)
             elif n.op in (Op.RESHAPE, Op.TRANSPOSE, Op.BROADCAST):
                 e = apply(n, [np.broadcast_to(ea[0], graph.nodes[n.srcs[0]].shape)], "float64")
             elif n.op in OPAQUE:
-                e = _opaque(n, args, ea, v)
+                e = _opaque(n, args, ea, v, terms)
             else:
                 u = dtypes.EPS[n.dtype]
                 e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
@@ -190,27 +190,32 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             if n.dtype in FMAX:
                 # past the dtype's largest finite value a correct kernel may hold inf
                 flag = flag | (np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > FMAX[n.dtype]))
-                flag = flag | _partials_overflow(n, args, v)
+                flag = flag | _partials_overflow(n, terms, v)
             e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
             vals[n.id], unsure[n.id] = held, np.broadcast_to(flag, n.shape)
             errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
     return vals, errs
 
 
-def _partials_overflow(n: Node, args, v: np.ndarray) -> np.ndarray:
+def _magnitudes(n: Node, args) -> np.ndarray | None:
+    """The sum of its terms' magnitudes, for a sum (Σ|x|) or a matmul (|a| @ |b|); None elsewhere."""
+    if n.op is Op.MATMUL:
+        return np.abs(args[0]) @ np.abs(args[1])
+    if n.op is Op.SUM:
+        return np.sum(np.abs(args[0]), axis=n.attr("axes"), keepdims=n.attr("keepdims"))
+    return None
+
+
+def _partials_overflow(n: Node, terms: np.ndarray | None, v: np.ndarray) -> np.ndarray:
     """Where a sum in some order may pass the largest finite value on the way although the sum
-    itself is finite: its terms' magnitudes add up past it, so partial sums can overflow before
-    the terms that cancel them come (a matmul's row of 0.9x float32's largest values against a
-    column of ones and minus ones took MLX's float32 matmul to -inf where float64 held -1.5e38).
-    A reduction accumulates in float32 at least (`_reduce`); a matmul, which MLX runs, in its type."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        if n.op is Op.MATMUL:
-            terms, limit = np.abs(args[0]) @ np.abs(args[1]), FMAX[n.dtype]
-        elif n.op is Op.SUM:
-            terms, limit = np.sum(np.abs(args[0]), axis=n.attr("axes"), keepdims=n.attr("keepdims")), FMAX["float32"]
-        else:
-            return np.zeros(np.shape(v), bool)
-    return np.isfinite(v) & (terms > limit)
+    itself is finite: its terms' magnitudes (`_magnitudes`) add up past it, so partial sums can
+    overflow before the terms that cancel them come (a matmul's row of 0.9x float32's largest
+    values against a column of ones and minus ones took MLX's float32 matmul to -inf where float64
+    held -1.5e38). A reduction accumulates in float32 at least (`_reduce`); a matmul, which MLX
+    runs, in its type."""
+    if terms is None:
+        return np.zeros(np.shape(v), bool)
+    return np.isfinite(v) & (terms > FMAX["float32" if n.op is Op.SUM else n.dtype])
 
 
 def _held(value) -> np.ndarray:
@@ -220,13 +225,13 @@ def _held(value) -> np.ndarray:
     return value if value.dtype.kind in "iub" else np.asarray(value, np.float64)
 
 
-def _opaque(n: Node, args, errs, v: np.ndarray) -> np.ndarray:
+def _opaque(n: Node, args, errs, v: np.ndarray, terms: np.ndarray | None) -> np.ndarray:
     """Bounds for what MLX runs between kernels (matmul, scans, indexing)."""
     u = dtypes.EPS.get(n.dtype, 0.0)
     if n.op is Op.MATMUL:  # k products summed in any order, like a sum of k terms
         (a, b), (ea, eb) = args, [np.broadcast_to(e, x.shape) for e, x in zip(errs, args)]
         k = a.shape[-1]
-        return np.abs(a) @ eb + ea @ np.abs(b) + ea @ eb + k * u * (np.abs(a) @ np.abs(b))
+        return np.abs(a) @ eb + ea @ np.abs(b) + ea @ eb + k * u * terms  # terms: |a| @ |b|
     if n.op in (Op.CUMSUM, Op.CUMPROD):
         x, ex = args[0], np.broadcast_to(errs[0], args[0].shape)
         count = x.shape[n.attr("axis")]

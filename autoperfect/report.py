@@ -464,11 +464,13 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     behind, over_torch, held, bar_of_mix = [], [], [], []
     reach = []  # (op, its dispatch floor, the least a single call can take, the bar's time), in seconds
     streams_then = [t.rounds_stream_gbps for _, t in timed if t.rounds_stream_gbps]  # single calls' rounds
+    qualify = False  # whether any op is held to the memory bar
     for row, t in timed:
         mix = t.mixed_gbps(ceiling)
         mixed = NONE if mix is None else f"{100 * t.gbps / mix:.0f}%"
         # held to the stream bar (every condition's bytes_moved is the op's, read once from bench.json)
         goal_op = held_to_memory(t.bound) and t.bytes_moved >= GOAL_MEMORY_BYTES
+        qualify = qualify or goal_op
         at_goal = t.bytes_moved / (GOAL_STREAM_SHARE * ceiling["bandwidth_gbps"] * 1e9)  # its traffic at the bar
         if goal_op and mix is not None:
             bar_of_mix.append(f"{row.op} {_percent(GOAL_STREAM_SHARE * ceiling['bandwidth_gbps'] / mix, below=1.0)}")
@@ -511,7 +513,6 @@ def goals_section(rows: list[Row], ceiling: dict | None) -> list[str]:
     geomean = _geomean(over_torch) if over_torch else None
     goal = f"- memory-bound ops of {GOAL_MEMORY_BYTES >> 20} MB or more at {100 * GOAL_STREAM_SHARE:.0f}% of the stream bandwidth"
     steady_timed = any(isinstance(row.timings.get("steady"), Timing) for row, _ in timed)
-    qualify = any(held_to_memory(t.bound) and t.bytes_moved >= GOAL_MEMORY_BYTES for _, t in timed)
     lines += [""]
     memory = [f"{goal}, single calls: {_short_of(short['warm'])}",
               *(["  - the bar as a share of what each op's traffic can reach at most (the roofline's ceiling for "

@@ -555,16 +555,12 @@ class Jit:
             plan.to_mlx(f"MLX's own ops were faster at these shapes: {r['mlx_s'] * 1e6:.1f} us a call against "
                         f"the kernels' {r['kernels_s'] * 1e6:.1f} us ({r['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
 
-    def _race_function(self) -> Callable:
-        """What the kernels race: the function itself, its own MLX ops (a test slows it down)."""
-        return self.fn
-
     def _timed_race(self, plan: Plan, args: tuple) -> dict:
         rounds, queued = timing(backends.get(self.backend))
         arrays = _timing_arrays(args)
         seed = seed_for(getattr(self.fn, "__name__", "fn"), "race")
         calls = {"kernels": contenders.pipelined(plan.run, arrays, queued),
-                 "mlx": contenders.pipelined(self._race_function(), arrays, queued)}
+                 "mlx": contenders.pipelined(self.fn, arrays, queued)}
         first = {n: bench.time_burst(c, 1) for n, c in calls.items()}
         if first["mlx"] > CLEAR_LEAD * first["kernels"]:
             # decided by a first call each: a race MLX loses by that much it can't win (its first call

@@ -1271,6 +1271,16 @@ def native_and_avx2(k, schedule: Schedule, source: str, inputs: list, tmp_path) 
     return outs
 
 
+def awkward_rows(rng, dtype: str, weight_scale: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
+    """Seven rows of 1001 16-bit values (part of a vector left over), row 2 NaN and infinity every
+    7th column and row 4 subnormal in the type, and a weight row, in the type's storage."""
+    values = rng.standard_normal((7, 1001)) * 3
+    values[2, ::7], values[2, 3::7] = np.nan, np.inf
+    values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
+    return tuple(judge.storage(dtypes.round_to(v, dtype).astype(np.float32), dtype)
+                 for v in (values, rng.standard_normal(1001) * weight_scale))
+
+
 @pytest.mark.skipif(not cpu.avx512(), reason="the compiler does not target AVX-512 here")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
@@ -1287,10 +1297,7 @@ def test_a_sixteen_bit_row_kernel_in_avx512_vectors_converts_in_registers_with_t
     assert [s.name for s in schedules if s.vectors] == ["rows_split", "rows_v16", "rows_v16_fma", "rows_v16_near"]
     assert ("ap_f16_widen(" in BE.render(k, schedules[0])) is (dtype == "float16") and not schedules[0].vectors
     rng = np.random.default_rng(seed_for("16-bit rows in registers", name, dtype))
-    values = rng.standard_normal((7, 1001)) * 3
-    values[2, ::7], values[2, 3::7] = np.nan, np.inf
-    values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
-    x, w = (judge.storage(dtypes.round_to(v, dtype).astype(np.float32), dtype) for v in (values, rng.standard_normal(1001) * 3))
+    x, w = awkward_rows(rng, dtype)
     for schedule in (s for s in schedules if s.vectors):
         source = BE.render(k, schedule)
         assert "ap_f16_widen(" not in source, schedule.name
@@ -1332,10 +1339,7 @@ def test_a_sixteen_bit_scratch_softmax_in_avx512_vectors_narrows_its_output_in_r
     assert rounds is (fn != ROWS16["softmax"]) and ("_mm512_loadu_ps(ap_h1 + j)" in final) is rounds
     assert static.check(source, "cpu", k.name).passed
     rng = np.random.default_rng(seed_for("16-bit scratch softmax in registers", dtype))
-    values = rng.standard_normal((7, 1001)) * 3
-    values[2, ::7], values[2, 3::7] = np.nan, np.inf
-    values[4] *= 1e-40 if dtype == "bfloat16" else 1e-6
-    x, w = (judge.storage(dtypes.round_to(v, dtype).astype(np.float32), dtype) for v in (values, rng.standard_normal(1001)))
+    x, w = awkward_rows(rng, dtype, weight_scale=1.0)
     outs = native_and_avx2(k, schedule, source, [x, w], tmp_path)
     assert np.array_equal(outs[0], outs[1]), int((outs[0] != outs[1]).sum())
     verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path / "judged")}, Settings(),

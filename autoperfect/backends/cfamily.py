@@ -529,13 +529,14 @@ class CRenderer(CFamily):
         nothing: staged, bfloat16 RMSNorm and LayerNorm 4096x2048 ran 0.57-0.65x as fast, softmax
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
-        if self.k.kind != "elementwise" and self.s.vectors and not self.s.stash:
-            return frozenset()  # 16-bit rows converted in registers instead (vector_groups, vector_final)
-        if self.k.kind == "elementwise" and self.s.vectors and self.vector_final("", list(plan(self.k).final_elem), "j0", "j1", None):
-            return frozenset()  # and an elementwise kernel's where its loop has a vector form
-        args = row_args(self.k, tuple(TAG) if self.k.kind != "elementwise" and self.s.scratch else ("float16",))
         p = plan(self.k)
-        st = stash(self.k, p) if self.k.kind != "elementwise" and self.s.vectors and self.s.scratch else None
+        if self.k.kind == "elementwise":  # in registers where its loop has a vector form
+            vectors = self.s.vectors and self.vector_final("", list(p.final_elem), "j0", "j1", None)
+            return frozenset() if vectors else row_args(self.k, ("float16",))
+        if self.s.vectors and not self.s.stash:
+            return frozenset()  # 16-bit rows converted in registers instead (vector_groups, vector_final)
+        args = row_args(self.k, tuple(TAG) if self.s.scratch else ("float16",))
+        st = stash(self.k, p) if self.s.vectors and self.s.scratch else None
         if st:  # a scratch stash's rows: its outputs narrowed in registers where the final pass has a vector form
             self.staged = frozenset(a for a in args if self.k.args[a].role != "out")
             if self.vector_final("", list(st.final_elem), "0", "N", *self.read_back(st)):
@@ -1016,20 +1017,19 @@ class CRenderer(CFamily):
         stages them, and our functions inlined (the sigmoid too). 4096x2048 elementwise kernels read
         from memory: float16 `x + 0.5 * y` 1.00 ms against 1.72 staged, float16 SiLU 0.87 against
         0.96, bfloat16 SiLU 1.25 against 2.22 (docs/experiments/2026-12-06i-cpu/elementwise_vectors.py).
-        A statement `lines_for` replaces (a stash read back) takes `vector_for`'s instead; a staged
-        output is stored into its buffer. None where a statement has no vector form here or a
-        replaced one none given."""
+        A statement `lines_for` replaces (a stash read back) takes `vector_for`'s instead. None where
+        a statement has no vector form here, a replaced one none given, or an output is staged
+        (`staging` stages one only where this pass has no vector form)."""
         if not self.s.vectors:
             return None
         stores = {}
         for b in body:
             ins = self.k.body[b]
             if ins.op is Op.STORE:
-                a, v = ins.attr("arg"), self.name(ins.srcs[0])
-                if ins.space != "elem" or (a not in self.staged and self.k.args[a].dtype not in VECTOR_STORES):
+                a = ins.attr("arg")
+                if ins.space != "elem" or a in self.staged or self.k.args[a].dtype not in VECTOR_STORES:
                     return None
-                stores[b] = [f"_mm512_storeu_ps(ap_h{a} + {self.stage_index}, {v});" if a in self.staged
-                             else VECTOR_STORES[self.k.args[a].dtype].format(a=a, v=v)]
+                stores[b] = [VECTOR_STORES[self.k.args[a].dtype].format(a=a, v=self.name(ins.srcs[0]))]
         decls = self.vector_statements(body, {**(lines_for or {}), **dict.fromkeys(stores, [])},
                                        {**(vector_for or {}), **stores})
         if decls is None:
