@@ -673,8 +673,12 @@ class Jit:
         order = model.rank(k, variants) if model is not None else None
         if order is None:
             return None
-        return Ranking(order, schedule_model.TOP, f"by the schedule model fitted on {len(model.kernels)} "
-                       f"kernels' timings", {"model": {f: getattr(model, f) for f in ("kernels", "launches", "timings")}})
+        # knobs it never saw varied, set as none of its timings had them: gated beside its first TOP
+        unseen = [v for v in model.unseen(k, variants) if v not in order[:schedule_model.TOP]]
+        order = order[:schedule_model.TOP] + unseen + [v for v in order[schedule_model.TOP:] if v not in unseen]
+        return Ranking(order, schedule_model.TOP + len(unseen), f"by the schedule model fitted on {len(model.kernels)} "
+                       f"kernels' timings", {"model": {f: getattr(model, f) for f in ("kernels", "launches", "timings")},
+                                             **({"unseen": unseen} if unseen else {})})
 
     def _plan(self, f: Front, found: dict, why: dict, structure: str) -> Plan:
         be = backends.get(self.backend)

@@ -78,6 +78,9 @@ class Model:
     kernels: tuple[str, ...]   # the kernels it was fitted on
     launches: int              # their timed launches
     timings: int               # their variants' medians
+    # the features no timed launch varied (their weights are the ridge's zero), each with the values
+    # its timed variants had
+    fixed: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return x @ np.asarray(self.weights)
@@ -90,6 +93,16 @@ class Model:
             return None
         predicted = {v: float(self.predict(rows[v])) for v in variants}
         return sorted(variants, key=lambda v: predicted[v])  # stable: ties keep the given order
+
+    def unseen(self, k: KernelIR, variants: Sequence[str]) -> list[str]:
+        """Those of `variants` that set a knob no launch the model was fitted on varied to a value
+        none of its variants had (a column variant, where every timed kernel reduced its last axis):
+        the model has learned nothing of them (the ridge leaves such a weight at zero, which ranks
+        them as if the knob were as before), so the runtime gates them beside its first TOP."""
+        names, rows = variant_features(self.backend, k)
+        column = {n: i for i, n in enumerate(names)}
+        return [v for v in variants if v in rows
+                and any(rows[v][column[n]] not in seen for n, seen in self.fixed if n in column)]
 
     def to_json(self) -> dict:
         order = np.argsort(-np.abs(np.asarray(self.weights)), kind="stable")
@@ -109,6 +122,7 @@ class _Launch:
     names: tuple[str, ...]
     x: np.ndarray
     y: np.ndarray
+    raw: np.ndarray  # the features before centring
 
 
 def _launches(backend: str, timed: Iterable[Timed]) -> list[_Launch]:
@@ -124,7 +138,7 @@ def _launches(backend: str, timed: Iterable[Timed]) -> list[_Launch]:
             continue
         x = np.stack([rows[v] for v in known])
         y = np.log([t.median_s[v] for v in known])
-        found.append(_Launch(t.kernel.name, names, x - x.mean(axis=0), y - y.mean()))
+        found.append(_Launch(t.kernel.name, names, x - x.mean(axis=0), y - y.mean(), x))
     return found
 
 
@@ -141,7 +155,10 @@ def _fit(backend: str, launches: Sequence[_Launch], min_kernels: int = MIN_KERNE
         return None
     x, y = np.concatenate([g.x for g in used]), np.concatenate([g.y for g in used])
     w = np.linalg.solve(x.T @ x + RIDGE * np.eye(x.shape[1]), x.T @ y)
-    return Model(backend, used[0].names, tuple(float(v) for v in w), tuple(kernels), len(used), len(y))
+    raw = np.concatenate([g.raw for g in used])
+    fixed = tuple((n, tuple(sorted(set(raw[:, i].tolist())))) for i, n in enumerate(used[0].names)
+                  if not np.any(x[:, i] != 0))
+    return Model(backend, used[0].names, tuple(float(v) for v in w), tuple(kernels), len(used), len(y), fixed)
 
 
 def _ranks(values: Sequence[float]) -> np.ndarray:

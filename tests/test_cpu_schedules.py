@@ -1480,3 +1480,93 @@ def test_a_sixteen_bit_product_is_rounded_once_to_nearest_even(dtype, tmp_path):
         width = 10 if dtype == "float16" else 7
         exponent = (got[nan] >> width) & ((1 << (15 - width)) - 1)
         assert np.all(exponent == (1 << (15 - width)) - 1) and np.all(got[nan] & ((1 << width) - 1)), schedule.name
+
+
+# -- columns: a reduction over a strided axis, its rows side by side in SIMD lanes --------------------
+
+COLUMN_FUNCTIONS = {
+    "max0": "def max0(x):\n    return mx.max(x, axis=0)\n",
+    "min1": "def min1(x):\n    return mx.min(x, axis=1)\n",
+    "var0": "def var0(x):\n    return mx.var(x, axis=0)\n",
+    "logsumexp0": "def logsumexp0(x):\n    return mx.logsumexp(x, axis=0)\n",
+}
+
+
+def column_kernels(name: str, shape: list[int], dtype: str = "float32"):
+    spec = spec_of(name, COLUMN_FUNCTIONS[name], x={"shape": shape, "dtype": dtype})
+    return spec, [k for k in front(spec).kernels if k is not None]
+
+
+def test_column_variants_are_offered_where_a_row_kernel_reduces_a_strided_axis_and_only_there():
+    for name, shape in (("max0", [64, 40]), ("min1", [3, 50, 20]), ("var0", [30, 7]), ("logsumexp0", [9, 33])):
+        for k in column_kernels(name, shape)[1]:
+            found = [s for s in cpu.schedules_for(k) if s.columns]
+            assert [s.columns for s in found] == list(cpu.COLUMN_LANES), (name, k.pretty())
+            source = BE.render(k, found[0])
+            assert "for (int64_t l = 0; l < 16; l++)" in source and static.check(source, "cpu", k.name).passed
+    for fn in ("def f(x):\n    return mx.max(x, axis=-1)\n", "def f(x):\n    return mx.exp(x) + 1\n",
+               "def f(x):\n    return mx.softmax(x, axis=-1)\n"):
+        k = kernel_of(spec_of("f", fn, x={"shape": [64, 40], "dtype": "float32"}))
+        assert not any(s.columns for s in cpu.schedules_for(k)), fn
+
+
+def run_at(k, schedule: Schedule, x: np.ndarray, strides: tuple[int, ...], dims: tuple[int, ...], tmp_path,
+           out_dtype=np.float32) -> np.ndarray:
+    """Kernel k's single output under `schedule`, reading buffer x at the given launch (loop order)."""
+    out = np.full(dims[:-1], np.nan, dtype=out_dtype)
+    launch = Launch(dims, (strides,), (x.shape,), (out.shape,))
+    BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([x, out], launch)
+    return out
+
+
+@pytest.mark.parametrize("rows,cols", [(300, 1), (300, 15), (7, 64), (33, 131)])
+def test_a_column_max_gives_numpys_bits_in_every_block_tail_and_fallback(rows, cols, tmp_path):
+    """Max and min over axis 0 with NaN, infinities and both zeros among the values, at widths that
+    leave a block part full and one of a single column (which takes the rows path); and the same
+    kernel at a launch whose rows do not lie side by side (the buffer transposed: the rows path),
+    all numpy's values, NaN where a column holds one."""
+    rng = np.random.default_rng(seed_for("column max", f"{rows}x{cols}"))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    x[rng.random(x.shape) < 0.01] = np.nan
+    x[rng.random(x.shape) < 0.02] = np.inf
+    x[rng.random(x.shape) < 0.02] = -np.inf
+    x[:, ::3] = np.where(x[:, ::3] > 0, 0.0, -0.0)  # zeros of both signs, the column's max among them
+    (k,) = column_kernels("max0", [rows, cols])[1]
+    want = np.max(x, axis=0)
+    for schedule in [s for s in cpu.schedules_for(k) if s.columns]:
+        got = run_at(k, schedule, x, (1, cols), (cols, rows), tmp_path)
+        assert np.array_equal(got, want, equal_nan=True), schedule.name
+        xt = np.ascontiguousarray(x.T)  # column c at xt[c]: stride 1 along the reduction, rows apart
+        got = run_at(k, schedule, xt, (rows, 1), (cols, rows), tmp_path)
+        assert np.array_equal(got, want, equal_nan=True), schedule.name
+
+
+def test_a_long_column_keeps_the_terms_a_plain_sum_drops(tmp_path):
+    """1 followed by 2^16 terms of 2^-25 down each column: a lane summing in order drops every term
+    (each under half an ulp of 1), so the plain column sum is 1; blocked and compensated (as long
+    rows are) it drops at most one block's terms."""
+    n = 1 << 16
+    x = np.full((n + 1, 21), 2.0 ** -25, dtype=np.float32)
+    x[0] = 1.0
+    spec = spec_of("s", "def s(x):\n    return mx.sum(x, axis=0)\n", x={"shape": [8, 21], "dtype": "float32"})
+    k = kernel_of(spec)
+    exact = 1.0 + n * 2.0 ** -25
+    for schedule in [s for s in cpu.schedules_for(k) if s.columns]:
+        assert schedule.compensate == cpu.COMPENSATE_FROM
+        got = run_at(k, schedule, x, (1, 21), (21, n + 1), tmp_path)
+        assert np.all(np.abs(got - exact) <= COMPENSATED_BLOCK * 2.0 ** -25), schedule.name
+        plain = run_at(k, replace(schedule, compensate=0), x, (1, 21), (21, n + 1), tmp_path)
+        assert np.all(plain == 1.0), schedule.name
+
+
+@pytest.mark.parametrize("name,shape,dtype", [("max0", [4100, 37], "float32"), ("var0", [4100, 37], "float32"),
+                                              ("logsumexp0", [200, 70], "float32"), ("min1", [3, 90, 20], "float16"),
+                                              ("var0", [300, 19], "bfloat16")])
+def test_column_variants_pass_the_judge(name, shape, dtype, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec, kernels = column_kernels(name, shape, dtype)
+    for w in cpu.COLUMN_LANES:
+        chosen = {k.name: next(s for s in cpu.schedules_for(k) if s.columns == w) for k in kernels}
+        libraries = {k.name: library(k, chosen[k.name], tmp_path) for k in kernels}
+        verdict = judge_candidates(spec, "cpu", libraries, Settings(), None)
+        assert verdict["passed"], (w, verdict["reason"])

@@ -160,3 +160,36 @@ def test_a_kernel_never_timed_gates_the_models_best_ranked_variants_first(tmp_pa
     np.testing.assert_allclose(np.array(g(x)), np.array(fn(x)), rtol=2e-6, atol=1e-6)
     assert gated == [sorted(first), sorted(set(variants) - set(first))]
     assert g.last_trace.kernels[0].variant not in first
+
+
+def test_variants_turning_a_knob_no_timed_launch_varied_are_gated_beside_the_models_first(tmp_path, monkeypatch):
+    """The ridge leaves the weight of a knob no launch varied at zero, ranking a variant that turns it
+    as if it were off: such a variant (a reduction over axis 0's columns, where the timed kernels all
+    reduce their last axis) is gated with the model's first TOP, not left ungated."""
+    timed = [timed_by_law(n) for n in ("chain", "rmsnorm", "layernorm", "softmax")]
+    model = schedule_model.fit("cpu", timed)
+    fixed = dict(model.fixed)
+    assert fixed["columns"] == (0.0,) and not {"lanes", "split", "prefetch"} & set(fixed)
+    fn = lambda x: mx.max(x, axis=0)  # noqa: E731
+    (k,) = [k for k in runtime.front_of(runtime.trace(fn, SIG)).kernels if k is not None]
+    variants = [s.name for s in cpu.schedules_for(k)]
+    columns = [s.name for s in cpu.schedules_for(k) if s.columns]
+    assert columns and model.unseen(k, variants) == columns
+    assert model.unseen(kernel("layernorm"), [s.name for s in cpu.schedules_for(kernel("layernorm"))]) == []
+
+    c = kcache.Cache(tmp_path)
+    remember(c, timed)
+    gated = []
+    real = runtime.quick_gate
+
+    def recording(graphs, backend, kernel_name, libraries, timeout_s):
+        gated.append(sorted(libraries))
+        return real(graphs, backend, kernel_name, libraries, timeout_s)
+
+    monkeypatch.setattr(runtime, "quick_gate", recording)
+    x = mx.array(np.random.default_rng(seed_for("test_schedule_model", "max0")).standard_normal((32, 64),
+                                                                                                 dtype=np.float32))
+    f = autoperfect.jit(fn, cache_dir=tmp_path, race=False)
+    assert np.array_equal(np.array(f(x)), np.array(fn(x)))
+    first = model.rank(k, variants)[:schedule_model.TOP]
+    assert gated[0] == sorted(set(first) | set(columns))

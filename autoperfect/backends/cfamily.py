@@ -14,6 +14,7 @@ ops stay bit-exact (CRenderer keeps float32 between the ops of an inexact kernel
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -25,7 +26,7 @@ from typing import Sequence
 from .. import dtypes
 from ..kernel_ir import Instr, KernelIR, constant, sigmoid_form
 from ..ops import EXACT, Op
-from .schedule import Shifted, cone, nan_carried, plan, shifted, stash
+from .schedule import Shifted, cone, levels, nan_carried, plan, shifted, stash
 
 
 class Unsupported(Exception):
@@ -387,6 +388,7 @@ class Schedule:
     vectors: bool = False     # AVX-512 vectors, our functions inlined: a split loop's whole groups (CRenderer.vector_groups), an elementwise kernel's streamed chunks (vector_chunk)
     piped: bool = False       # streaming row kernels: a row's final pass run in the next row's first pass (CRenderer.pipes)
     sigmoid: bool = False     # 0.5 * x * (1 + tanh(y)) as x / (1 + exp(-2 * y)) (kernel_ir.sigmoid_form); never in exact kernels
+    columns: int = 0          # row kernels reducing a strided axis: this many rows at once, one a lane (CRenderer.render_columns)
 
 
 class CFamily:
@@ -530,6 +532,8 @@ class CRenderer(CFamily):
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
         p = plan(self.k)
+        if self.s.columns:  # read lane by lane from the arguments (render_columns)
+            return frozenset()
         if self.k.kind == "elementwise":  # in registers where its loop has a vector form
             vectors = self.s.vectors and self.vector_final("", list(p.final_elem), "j0", "j1", None)
             return frozenset() if vectors else row_args(self.k, ("float16",))
@@ -886,7 +890,8 @@ class CRenderer(CFamily):
         return called(names, " ".join(unary.get(i.op) or binary.get(i.op) or "" for i in self.k.body))
 
     def render(self) -> str:
-        body = self.render_elementwise() if self.k.kind == "elementwise" else self.render_row()
+        body = (self.render_elementwise() if self.k.kind == "elementwise"
+                else self.render_columns() if self.s.columns else self.render_row())
         headers = self.includes if self.streams() else self.includes[:2]
         out = [f"#include <{h}>" for h in headers]
         staged = {self.k.args[a].dtype for a in self.staged}
@@ -1293,6 +1298,118 @@ class CRenderer(CFamily):
         # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose kept stash is in the thread's buffer
         flag, before, after = self.piped_frame(final, self.reading(st, "ap_buf[j]")) if piped else ([], [], [])
         return self.stream_flag() + flag + prelude + self.parallel(lines, before, after)
+
+    def render_columns(self) -> list[str]:
+        """A reduction over a strided axis (a max over axis 0: the kernel's rows are the array's
+        columns) with `columns` rows at once, one a SIMD lane: each step of a pass reads the same
+        element of every row of the block, which lie side by side in memory, as one vector, and each
+        row's accumulator stays in its lane, so the rows path's walk down a column (a new cache line
+        every element, a gather in a SIMD loop) becomes one contiguous load a step. Row values are
+        kept in lane arrays between the passes; every statement is the rows path's, lane by lane,
+        and each lane sums its row in order (blocks of COMPENSATED_BLOCK added with Neumaier's
+        compensation where the row is long: reduce_loop's scheme). It runs where every
+        per-element input's rows lie side by side (stride 1 along the kernel's last row axis) and
+        there are no per-element outputs (schedules_for offers it only then); other launches take
+        the rows path (render_row)."""
+        k, w, c = self.k, self.s.columns, self.k.rank - 2
+        p = plan(k)
+        elem = sorted({i.attr("arg") for i in k.body if i.op is Op.LOAD and i.space == "elem"})
+        side = " && ".join(f"{self.stride(a, c)} == 1" for a in elem) or "1"
+        lvl = levels(k)
+        # row values a later lane loop reads (those of one level are computed in one loop)
+        kept = sorted({s for i in k.body for s in i.srcs if k.body[s].space == "row" and k.body[s].op is not Op.CONST
+                       and i.op is not Op.STORE and (i.space == "elem" or lvl[i.id] > lvl[s])})
+        lines = [f"  for (int64_t t = 0; t < (C ? R / C : 0) * nc; t++) {{",
+                 f"    const int64_t o = t / nc, c0 = (t % nc) * {w}, rb = o * C + c0;",
+                 "    int64_t rem = o;"]
+        for d in range(c - 1, -1, -1):
+            lines.append(f"    const int64_t c{d} = rem % {self.dim(d)}; rem /= {self.dim(d)};"
+                         if d else "    const int64_t c0_ = rem;")
+        for a in range(len(k.inputs)):
+            terms = [f"{'c0_' if d == 0 else f'c{d}'} * {self.stride(a, d)}" for d in range(c)]
+            lines.append(f"    const int64_t o{a} = {' + '.join(terms + [f'c0 * {self.stride(a, c)}'])};")
+        lines.append("    (void)rem;")
+        lines += [f"    float ap_r{i}[{w}];" for i in kept]
+        lines += [f"    {self.assign(i.id)}" for i in k.body if i.space == "row" and i.op is Op.CONST]
+        lines += [f"    if (c0 + {w} <= C) {{", *self.column_block("      ", p, str(w), elem, kept),
+                  "    } else {", *self.column_block("      ", p, "C - c0", elem, kept), "    }", "  }"]
+        rows = copy.copy(self)
+        rows.s = dataclasses.replace(self.s, columns=0)
+        return [f"  const int64_t C = {self.dim(c)}, nc = (C + {w - 1}) / {w};", f"  if (C > 1 && {side}) {{",
+                *self.parallel(lines), "  } else {", *rows.render_row(), "  }"]
+
+    def column_block(self, indent: str, p, count: str, elem: list[int], kept: list[int]) -> list[str]:
+        """One block's passes (render_columns), `count` of its lanes in use."""
+        k, w, lines = self.k, self.s.columns, []
+        lvl = levels(k)
+        stored = {}  # a row store goes with its value's lane loop (a constant's: the last)
+        for i in p.row_stores:
+            src = k.body[k.body[i].srcs[0]]
+            stored.setdefault(len(p.passes) if src.op is Op.CONST else lvl[src.id], []).append(i)
+        before = [i for i in p.row_before if k.body[i].op is not Op.CONST] + stored.get(0, [])  # constants: render_columns
+        if before:
+            lines += self.lanes(indent, count, elem, kept, before)
+        for n, rp in enumerate(p.passes, 1):
+            sums = [r for r in rp.reduces if k.body[r].op is Op.SUM] if self.s.compensate else []
+            flags = [r for r in rp.reduces if r in self.flagged]
+            lines += [f"{indent}float ap_a{r}[{w}];" for r in rp.reduces]
+            lines += [f"{indent}int ap_n{r}[{w}];" for r in flags]
+            lines += [f"{indent}float ap_k{r}[{w}], ap_t{r}[{w}];" for r in sums]
+            reset = [f"ap_a{r}[l] = {REDUCTIONS[k.body[r].op][0]};" for r in rp.reduces]
+            reset += [f"ap_n{r}[l] = 0;" for r in flags] + [f"ap_k{r}[l] = 0.0f; ap_t{r}[l] = 0.0f;" for r in sums]
+            lines += self.lanes(indent, count, elem, kept, first=reset)
+            step = [self.accumulate(r, f"ap_a{r}[l]", self.name(k.body[r].srcs[0]), f"ap_n{r}[l]")
+                    for r in rp.reduces]
+            if sums:  # blocks of the row, their totals added compensated lane by lane (reduce_loop's)
+                inner = indent + "  "
+                add = []
+                for r in sums:
+                    a, kk, t = f"ap_a{r}[l]", f"ap_k{r}[l]", f"ap_t{r}[l]"
+                    add += [f"const float s{r} = {t} + {a};",
+                            f"{kk} += fabsf({t}) >= fabsf({a}) ? ({t} - s{r}) + {a} : ({a} - s{r}) + {t};",
+                            f"{t} = s{r};"]
+                lines += [f"{indent}for (int64_t jb = 0, B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N;"
+                          f" jb < N; jb += B) {{",
+                          f"{inner}const int64_t je = jb + B < N ? jb + B : N;",
+                          *self.lanes(inner, count, elem, kept, first=[f"ap_a{r}[l] = 0.0f;" for r in sums]),
+                          f"{inner}for (int64_t j = jb; j < je; j++) {{",
+                          *self.lanes(inner + "  ", count, elem, kept, list(rp.elem), then=step),
+                          f"{inner}}}", *self.lanes(inner, count, elem, kept, first=add), f"{indent}}}"]
+            else:
+                lines += [f"{indent}for (int64_t j = 0; j < N; j++) {{",
+                          *self.lanes(indent + "  ", count, elem, kept, list(rp.elem), then=step), f"{indent}}}"]
+            results = []
+            for r in rp.reduces:
+                value = f"(ap_n{r}[l] ? NAN : ap_a{r}[l])" if r in flags else f"ap_a{r}[l]"
+                if r in sums:  # an overflowed or infinite total leaves a non-finite compensation
+                    value = f"(fabsf(ap_k{r}[l]) < INFINITY ? ap_t{r}[l] + ap_k{r}[l] : ap_t{r}[l])"
+                results += [self.row_value(r, self.round(value, k.body[r].dtype), "float")]
+                results += [f"ap_r{r}[l] = r{r};"] if r in kept else []
+            lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []), first=results)
+        return lines
+
+    def lanes(self, indent: str, count: str, elem: list[int], kept: list[int], body: Sequence[int] = (),
+              first: Sequence[str] = (), then: Sequence[str] = ()) -> list[str]:
+        """A SIMD loop over a block's lanes (render_columns): statements `first`, then `body`'s
+        instructions (the row values they read taken from their lane arrays, those they compute kept
+        there), then `then`. Lane l is row rb + l, whose per-element inputs (`elem`) start at o + l."""
+        k = self.k
+        own = set(body) | {int(m) for line in first for m in re.findall(r"\br(\d+) =", line)}
+        read = sorted({s for i in body for s in k.body[i].srcs if s in kept and s not in own})
+        loads = sorted({k.body[i].attr("arg") for i in body if k.body[i].op is Op.LOAD})
+        lines = [f"{indent}{self.simd}", f"{indent}for (int64_t l = 0; l < {count}; l++) {{"]
+        if any(k.body[i].op is Op.STORE for i in body):
+            lines.append(f"{indent}  const int64_t r = rb + l;")
+        lines += [f"{indent}  const int64_t b{a} = o{a} + l{'' if a in elem else f' * {self.stride(a, k.rank - 2)}'};"
+                  for a in loads]
+        lines += [f"{indent}  const float r{s} = ap_r{s}[l];" for s in read]
+        lines += [f"{indent}  {line}" for line in first]
+        for i in body:
+            lines.append(f"{indent}  {self.assign(i)}")
+            if i in kept:
+                lines.append(f"{indent}  ap_r{i}[l] = r{i};")
+        lines += [f"{indent}  {line}" for line in then]
+        return lines + [f"{indent}}}"]
 
     def reading(self, st, stashed: str) -> dict[int, list[str]] | None:
         """A final pass's lines_for: stash `st`'s value read back from `stashed` instead of recomputed."""

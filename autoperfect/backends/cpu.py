@@ -50,6 +50,7 @@ MATH_SCHEDULES = (Schedule("libm", compensate=COMPENSATE_FROM),
 # Our own functions where they are all the kernel calls (vmath.c), in vector form
 OWN_MATH_SCHEDULE = Schedule("apmath", own_math=True, compensate=COMPENSATE_FROM)
 VMATH = Path(__file__).with_name("vmath.c")
+COLUMN_LANES = (16, 64)
 
 
 class CpuRenderer(CRenderer):
@@ -101,6 +102,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     final pass in the next row's first pass. Where the kernel computes 0.5 * x * (1 + tanh(y))
     (GELU's tanh form) the `_stream` twins of ours have `_sigmoid` twins (`sigmoid_twins`)."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
+    ours = bool(functions) and functions <= OWN_MATH.keys() and vmath_object() is not None
+    # what a column variant computes with: our functions in vector form, else libmvec's, else plain rows
+    columns = OWN_MATH_SCHEDULE if ours else MATH_SCHEDULES[1] if functions else Schedule("rows", compensate=COMPENSATE_FROM)
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         kept = stash(kernel, plan(kernel)) if kernel.kind == "row" else None
@@ -110,7 +114,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
             found += (stashed, wide(stashed)) if kept.arg is not None else ()
             if not any(kernel.body[i].op in ULP_BOUND for i in kept.final_elem if i != kept.value):
                 found += (scratch(stashed),)
-        if functions <= OWN_MATH.keys() and vmath_object() is not None:
+        if ours:
             if kept:
                 ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True))
                 inlined = (replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ()
@@ -135,7 +139,18 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     if not functions and kernel.kind != "elementwise":
         found += tuple(near(s) for s in found if s.prefetch and not s.contract)
         found += piped_twins(kernel, [s for s in found if s.prefetch])
-    return found
+    return found + column_twins(kernel, columns)
+
+
+def column_twins(kernel: KernelIR, base: Schedule) -> tuple[Schedule, ...]:
+    """`base` taking COLUMN_LANES rows at a time, one a SIMD lane (CRenderer.render_columns), where a
+    row kernel reduces a strided axis (a reduction over a leading axis: the kernel's rows are the
+    array's columns) and stores no per-element output."""
+    strided = any(a.space == "elem" and a.inner == "strided" for a in kernel.inputs)
+    stores = any(i.op is Op.STORE and i.space == "elem" for i in kernel.body)
+    if kernel.kind != "row" or kernel.rank < 2 or not strided or stores:
+        return ()
+    return tuple(replace(base, name=f"{base.name}_cols{w}", columns=w) for w in COLUMN_LANES)
 
 
 def in_registers(kernel: KernelIR) -> bool:
