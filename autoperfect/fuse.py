@@ -114,6 +114,12 @@ def row_shapes(domain: tuple[int, ...], axis: int | None = None) -> tuple[tuple[
     return (domain[:a] + (1,) + domain[a + 1:], domain[:a] + domain[a + 1:])
 
 
+def _padded(shape: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` as it broadcasts against `domain`: unit axes in front (a row value reduced over axis 0
+    without keepdims reads as the keepdims one)."""
+    return (1,) * (len(domain) - len(shape)) + tuple(shape)
+
+
 # Hard caps on one kernel: past these a generated kernel spills registers and compiles slowly.
 MAX_NODES = 256
 MAX_INPUTS = 24
@@ -235,11 +241,8 @@ class _Fuser:
                 return None, "reduces row values again (a reduction of a reduction is another pass over other data)"
             return "row", f"reduction over the last axis of the region's domain {list(dom)}"
         if n.shape == dom:
-            if grp.axis is not None:
-                return None, (f"per-element math after a reduction over axis {grp.axis}: a permuted loop "
-                              "would write it out of order, so a second kernel reads the row values")
             for s, shape, space in inside:
-                if space == "row" and shape != dom[:-1] + (1,) and len(dom) > 1:
+                if space == "row" and _padded(shape, dom) != row_shapes(dom, grp.axis)[0] and len(dom) > 1:
                     return None, (f"%{s} {list(shape)} would broadcast along another axis than the one "
                                   "it was reduced over")
             return "elem", f"same domain {list(dom)}"
@@ -263,7 +266,7 @@ class _Fuser:
                     if x.spaces[u] == "row" and space != "row":
                         return f"per-row %{u} would read per-element %{s}"
                     if x.spaces[u] == "elem" and space == "row" and len(a.domain) > 1 \
-                            and shape != row_shapes(a.domain, a.axis)[0]:
+                            and _padded(shape, a.domain) != row_shapes(a.domain, a.axis)[0]:
                         return f"%{s} {list(shape)} would broadcast along another axis"
         return None
 
@@ -341,6 +344,14 @@ class _Fuser:
                         self.decide(self.base(s), n.id, False, grp.reason)
                 return
             if rank and axes[0] != rank - 1:
+                src = n.srcs[0]
+                grp = self.groups.get(self.home.get(src, -1))
+                if grp is not None and grp.axis == axes[0]:  # another pass of a permuted loop (softmax over axis 0)
+                    space, why = self.space_in(grp, n)
+                    if space:
+                        self.place(grp, n, space)
+                        self.decide(src, n.id, True, why)
+                        return
                 self.reduce_across(n, axes[0])
                 return
         sources = {s: self.base(s) for s in n.srcs if self.computed(self.base(s))}

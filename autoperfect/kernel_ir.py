@@ -95,6 +95,10 @@ class KernelIR:
     launch: Launch
     binds: tuple[int, ...]       # graph node each arg reads (inputs) or writes (outputs)
     lines: tuple[str, ...] = ()  # user source lines this kernel computes
+    # A per-element output of a loop that moves a middle axis innermost (`Region.loop`): the
+    # domain's axis each loop axis is, for writing such outputs in the array's own order; () where
+    # the loop is the domain's order or nothing is stored per element (rows are in order either way).
+    loop: tuple[int, ...] = ()
 
     @cached_property  # asked at every call of a program (the IR is immutable)
     def inputs(self) -> tuple[Arg, ...]:
@@ -107,7 +111,7 @@ class KernelIR:
     def signature(self) -> dict:
         """Everything that decides the kernel's code, and nothing that depends on sizes."""
         return {"kind": self.kind, "rank": self.rank, "args": [a.to_json() for a in self.args],
-                "body": [i.to_json() for i in self.body]}
+                "body": [i.to_json() for i in self.body], **({"loop": list(self.loop)} if self.loop else {})}
 
     def digest(self) -> str:
         text = json.dumps(self.signature(), sort_keys=True)
@@ -127,7 +131,7 @@ class KernelIR:
         body = tuple(Instr(i["id"], Op(i["op"]), i["dtype"], i["space"], tuple(i["srcs"]),
                            make_attrs(i["attrs"])) for i in d["body"])
         kir = KernelIR(d["kind"], d["rank"], args, body, Launch.from_json(d["launch"]),
-                       tuple(d["binds"]), tuple(d["lines"]))
+                       tuple(d["binds"]), tuple(d["lines"]), tuple(d.get("loop", ())))
         if kir.name != d["name"]:
             raise KernelIRError(f"kernel {d['name']}: its contents hash to {kir.name}")
         return kir
@@ -252,9 +256,10 @@ class _Lowering:
             self.emit(Op.STORE, n.dtype, space, (value[nid],), {"arg": arg})
         kind = "row" if self.r.reduces else "elementwise"
         lines = tuple(sorted({self.g.nodes[i].loc for i in self.r.nodes if self.g.nodes[i].loc}))
+        permuted = self.loop != tuple(range(self.rank)) and any(a.space == "elem" for a in self.args if a.role == "out")
         return validate(KernelIR(kind, self.rank, tuple(self.args), tuple(self.body),
                                  Launch(self.dims, tuple(self.strides), tuple(self.in_shapes), tuple(outs)),
-                                 tuple(self.binds), lines))
+                                 tuple(self.binds), lines, self.loop if permuted else ()))
 
 
 def lower(partition: Partition, region: Region) -> KernelIR:
@@ -295,6 +300,8 @@ def validate(k: KernelIR) -> KernelIR:
         raise KernelIRError(f"{where}: every output must be stored exactly once")
     if k.kind == "row" and not any(i.op in REDUCE for i in k.body):
         raise KernelIRError(f"{where}: a row kernel without a reduction")
+    if k.loop and (sorted(k.loop) != list(range(k.rank)) or k.kind != "row"):
+        raise KernelIRError(f"{where}: loop {list(k.loop)} is no permutation of a row kernel's {k.rank} axes")
     return k
 
 
@@ -411,5 +418,7 @@ def execute(k: KernelIR, inputs: Sequence[np.ndarray], launch: Launch | None = N
             node = Node(0, i.op, i.dtype, shape, (), make_attrs(attrs))
             vals[i.id] = apply(node, [vals[s] for s in i.srcs], mode)
     n_in = len(k.inputs)
-    return [np.ascontiguousarray(np.broadcast_to(outs[n_in + j], (launch.dims if a.space == "elem" else row)))
-            .reshape(launch.out_shapes[j]) for j, a in enumerate(k.outputs)]
+    natural = tuple(np.argsort(k.loop)) if k.loop else tuple(range(len(dims)))  # a permuted loop's elem outputs
+    return [np.ascontiguousarray(np.broadcast_to(outs[n_in + j], launch.dims).transpose(natural) if a.space == "elem"
+                                 else np.broadcast_to(outs[n_in + j], row)).reshape(launch.out_shapes[j])
+            for j, a in enumerate(k.outputs)]

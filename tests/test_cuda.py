@@ -20,7 +20,7 @@ from autoperfect.backends import cfamily, cpu, cuda
 from autoperfect.kernel_ir import execute
 from autoperfect.pipeline import front, program
 from autoperfect.program import IntegrityError, guarded_call
-from autoperfect.spec import seed_for
+from autoperfect.spec import parse_op, seed_for
 
 from op_table import config_specs
 import simt_emulator
@@ -281,6 +281,28 @@ def test_emulated_row_schedules_pass_the_judge(schedule, workdir):
     spec = SPECS["softmax"].with_shapes({"x": (3, 2053)})
     for verdict in emulated_verdicts(spec, lambda k: schedule, "cuda", workdir):
         assert verdict["passed"], verdict["reason"]
+
+
+PERMUTED = {  # per-element math after a reduction over a leading or middle axis: one permuted loop
+    "softmax0": ("def softmax0(x):\n    return mx.softmax(x, axis=0)\n", {"x": [37, 5]}),
+    "instance_norm": ("def instance_norm(x):\n    m = mx.mean(x, axis=1, keepdims=True)\n"
+                      "    return (x - m) * mx.rsqrt(mx.var(x, axis=1, keepdims=True) + 1e-5)\n", {"x": [2, 9, 6]}),
+}
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("name", list(PERMUTED))
+def test_emulated_permuted_loops_write_their_outputs_in_the_arrays_order(name, target, workdir):
+    """A permuted loop's kernel (KernelIR.loop) stores each row's per-element values along the array's
+    stride of the reduced axis, element by element (W is 1), on every row schedule."""
+    fn, shapes = PERMUTED[name]
+    spec = parse_op(name, {"fn": fn, "inputs": {n: {"shape": v} for n, v in shapes.items()}})
+    (k,) = [k for k in front(spec).kernels if k is not None]
+    assert k.loop and k.loop[-1] != k.rank - 1
+    be = backends.get(target)
+    for schedule in be.schedules_for(k)[:3]:
+        for verdict in emulated_verdicts(spec, lambda k: schedule, target, workdir):
+            assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
 STREAMING_ROWS = tuple(dataclasses.replace(s, name=s.name + "_cs", stream=True) for s in cuda.row_schedules(4096)

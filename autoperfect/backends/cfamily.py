@@ -474,9 +474,25 @@ class CFamily:
         for a in range(len(k.inputs)):
             terms = [f"c{d} * {self.stride(a, d)}" for d in sorted(coords)]
             lines.append(f"{indent}const int64_t b{a} = {' + '.join(terms) or '0'};")
+        if k.loop:  # per-element outputs in the array's order (elem_index)
+            lines.append(f"{indent}const int64_t ob = {' + '.join(f'c{d} * os{d}' for d in sorted(coords))};")
         if k.rank > 1:
             lines.append(f"{indent}(void)rem;")
         return lines
+
+    def output_strides(self) -> list[str]:
+        """A permuted loop's per-element output strides, one a loop axis (`os0`...): the array's own
+        row-major strides in the loop's order (a literal 1 for the array's last axis)."""
+        k, lines = self.k, []
+        for i, axis in enumerate(k.loop):
+            after = [self.dim(k.loop.index(b)) for b in range(axis + 1, k.rank)]
+            lines.append(f"  const int64_t os{i} = {' * '.join(after) or '1'};")
+        return lines
+
+    def elem_index(self) -> str:
+        """Where a row's per-element output value j goes: in the loop's order, or, for a permuted
+        loop, from the row's output base along the array's stride of the reduced axis."""
+        return f"ob + j * os{self.k.rank - 1}" if self.k.loop else "r * N + j"
 
 
 class CRenderer(CFamily):
@@ -532,7 +548,7 @@ class CRenderer(CFamily):
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
         p = plan(self.k)
-        if self.s.columns:  # read lane by lane from the arguments (render_columns)
+        if self.s.columns or self.k.loop:  # read lane by lane (render_columns), written across the loop
             return frozenset()
         if self.k.kind == "elementwise":  # in registers where its loop has a vector form
             vectors = self.s.vectors and self.vector_final("", list(p.final_elem), "j0", "j1", None)
@@ -581,7 +597,7 @@ class CRenderer(CFamily):
                 return f"ap_h{a}[{self.stage_index}] = {v};"
             value = {"bfloat16": f"ap_bf16_store({v})", "float16": f"ap_f16_store({v})",
                      "bool": f"(uint8_t){v}"}.get(self.k.args[a].dtype, v)
-            return f"out{a}[{'r * N + j' if ins.space == 'elem' else 'r'}] = {value};"
+            return f"out{a}[{self.elem_index() if ins.space == 'elem' else 'r'}] = {value};"
         if ins.space == "row":
             return self.row_value(i, self.expr(ins))
         return self.declare(i)
@@ -600,7 +616,7 @@ class CRenderer(CFamily):
         for a, arg in enumerate(k.inputs):
             if arg.inner == "strided":
                 lines.append(f"  const int64_t s{a} = strides[{a * k.rank + k.rank - 1}];")
-        return lines
+        return lines + self.output_strides()
 
     def loop(self, indent: str, body: list[int], lo: str = "0", hi: str = "N",
              reductions: list[int] = (), lines_for: dict[int, list[str]] | None = None,
@@ -1307,10 +1323,11 @@ class CRenderer(CFamily):
         every element, a gather in a SIMD loop) becomes one contiguous load a step. Row values are
         kept in lane arrays between the passes; every statement is the rows path's, lane by lane,
         and each lane sums its row in order (blocks of COMPENSATED_BLOCK added with Neumaier's
-        compensation where the row is long: reduce_loop's scheme). It runs where every
-        per-element input's rows lie side by side (stride 1 along the kernel's last row axis) and
-        there are no per-element outputs (schedules_for offers it only then); other launches take
-        the rows path (render_row)."""
+        compensation where the row is long: reduce_loop's scheme); per-element outputs, which only a
+        permuted loop's kernel has here (cpu.column_twins), are written by a last pass in the
+        array's order, the block's columns side by side again (elem_index). It runs where every
+        per-element input's rows lie side by side (stride 1 along the kernel's last row axis); other
+        launches take the rows path (render_row)."""
         k, w, c = self.k, self.s.columns, self.k.rank - 2
         p = plan(k)
         elem = sorted({i.attr("arg") for i in k.body if i.op is Op.LOAD and i.space == "elem"})
@@ -1328,6 +1345,9 @@ class CRenderer(CFamily):
         for a in range(len(k.inputs)):
             terms = [f"{'c0_' if d == 0 else f'c{d}'} * {self.stride(a, d)}" for d in range(c)]
             lines.append(f"    const int64_t o{a} = {' + '.join(terms + [f'c0 * {self.stride(a, c)}'])};")
+        if k.loop:  # the block's per-element output base (elem_index)
+            terms = [f"{'c0_' if d == 0 else f'c{d}'} * os{d}" for d in range(c)]
+            lines.append(f"    const int64_t oo = {' + '.join(terms + [f'c0 * os{c}'])};")
         lines.append("    (void)rem;")
         lines += [f"    float ap_r{i}[{w}];" for i in kept]
         lines += [f"    {self.assign(i.id)}" for i in k.body if i.space == "row" and i.op is Op.CONST]
@@ -1386,6 +1406,9 @@ class CRenderer(CFamily):
                 results += [self.row_value(r, self.round(value, k.body[r].dtype), "float")]
                 results += [f"ap_r{r}[l] = r{r};"] if r in kept else []
             lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []), first=results)
+        if p.final_elem:  # per-element outputs (a permuted loop's: elem_index)
+            lines += [f"{indent}for (int64_t j = 0; j < N; j++) {{",
+                      *self.lanes(indent + "  ", count, elem, kept, list(p.final_elem)), f"{indent}}}"]
         return lines
 
     def lanes(self, indent: str, count: str, elem: list[int], kept: list[int], body: Sequence[int] = (),
@@ -1398,8 +1421,10 @@ class CRenderer(CFamily):
         read = sorted({s for i in body for s in k.body[i].srcs if s in kept and s not in own})
         loads = sorted({k.body[i].attr("arg") for i in body if k.body[i].op is Op.LOAD})
         lines = [f"{indent}{self.simd}", f"{indent}for (int64_t l = 0; l < {count}; l++) {{"]
-        if any(k.body[i].op is Op.STORE for i in body):
+        if any(k.body[i].op is Op.STORE and k.body[i].space == "row" for i in body):
             lines.append(f"{indent}  const int64_t r = rb + l;")
+        if any(k.body[i].op is Op.STORE and k.body[i].space == "elem" for i in body):
+            lines.append(f"{indent}  const int64_t ob = oo + l * os{k.rank - 2};")
         lines += [f"{indent}  const int64_t b{a} = o{a} + l{'' if a in elem else f' * {self.stride(a, k.rank - 2)}'};"
                   for a in loads]
         lines += [f"{indent}  const float r{s} = ap_r{s}[l];" for s in read]
@@ -1658,7 +1683,7 @@ class SimtRenderer(CFamily):
         k, s = self.k, self.s
         outer = " * ".join(f"(int64_t)D{d}" for d in range(k.rank - 1)) or "1"
         elem_in = [(a, arg) for a, arg in enumerate(k.inputs) if arg.space == "elem"]
-        if any(arg.inner == "strided" for _, arg in elem_in):
+        if any(arg.inner == "strided" for _, arg in elem_in) or k.loop:  # a permuted loop stores across it
             vec = "false"
         else:
             starts = [f"{self.stride(a, d)} % V == 0" for a, arg in elem_in if arg.inner == "contiguous"
@@ -1666,7 +1691,7 @@ class SimtRenderer(CFamily):
             vec = " && ".join(["V > 1", "N % V == 0", *starts])
         lines = [f"  constexpr int64_t N = D{k.rank - 1};", f"  constexpr int64_t R = {outer};",
                  f"  constexpr int V = {s.vector};", f"  constexpr bool VEC = {vec};",
-                 "  constexpr int W = VEC ? V : 1;"]
+                 "  constexpr int W = VEC ? V : 1;", *self.output_strides()]
         pointers = [f"in{a}" for a, arg in elem_in if arg.inner == "contiguous"]
         pointers += [f"out{a}" for a, arg in enumerate(k.args) if arg.role == "out" and arg.space == "elem"]
         if self.aligned_check:
@@ -1728,7 +1753,7 @@ class SimtRenderer(CFamily):
         store = self.vector_store_stream if self.s.stream and self.vector_store_stream else self.vector_store
         for i in stores:
             a = k.body[i].attr("arg")
-            lines.append(store.format(name=f"O{i}", ptr=f"out{a} + r * N + j", aligned=aligned))
+            lines.append(store.format(name=f"O{i}", ptr=f"out{a} + {self.elem_index()}", aligned=aligned))
         return [indent + line for line in lines]
 
     def chunk(self, indent: str, elem: tuple[int, ...], aligned: str, reduces: tuple[int, ...] = (),

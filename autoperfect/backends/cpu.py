@@ -105,6 +105,8 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     ours = bool(functions) and functions <= OWN_MATH.keys() and vmath_object() is not None
     # what a column variant computes with: our functions in vector form, else libmvec's, else plain rows
     columns = OWN_MATH_SCHEDULE if ours else MATH_SCHEDULES[1] if functions else Schedule("rows", compensate=COMPENSATE_FROM)
+    if kernel.loop:  # per-element outputs across a permuted loop: plain rows or columns (render_columns)
+        return (columns,) + column_twins(kernel, columns)
     if functions:
         found = MATH_SCHEDULES + (wide(MATH_SCHEDULES[1]),)
         kept = stash(kernel, plan(kernel)) if kernel.kind == "row" else None
@@ -145,9 +147,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
 def column_twins(kernel: KernelIR, base: Schedule) -> tuple[Schedule, ...]:
     """`base` taking COLUMN_LANES rows at a time, one a SIMD lane (CRenderer.render_columns), where a
     row kernel reduces a strided axis (a reduction over a leading axis: the kernel's rows are the
-    array's columns) and stores no per-element output."""
+    array's columns) and stores no per-element output but in the array's order (KernelIR.loop)."""
     strided = any(a.space == "elem" and a.inner == "strided" for a in kernel.inputs)
-    stores = any(i.op is Op.STORE and i.space == "elem" for i in kernel.body)
+    stores = any(i.op is Op.STORE and i.space == "elem" for i in kernel.body) and not kernel.loop
     if kernel.kind != "row" or kernel.rank < 2 or not strided or stores:
         return ()
     return tuple(replace(base, name=f"{base.name}_cols{w}", columns=w) for w in COLUMN_LANES)

@@ -42,7 +42,8 @@ BINARY = {
 REDUCTIONS = {Op.SUM: "mx.sum", Op.PROD: "mx.prod", Op.RMAX: "mx.max", Op.RMIN: "mx.min"}
 # what the generated source may call: the renderer's own vocabulary, nothing else
 ALLOWED_CALLS = ({t.split("(")[0] for t in UNARY.values()} | set(BINARY.values()) | set(REDUCTIONS.values())
-                 | {"mx.as_strided", "mx.where", "mx.array", "mx.reshape", "mx.broadcast_to", "mx.contiguous"})
+                 | {"mx.as_strided", "mx.where", "mx.array", "mx.reshape", "mx.broadcast_to", "mx.contiguous",
+                    "mx.transpose"})
 
 
 def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
@@ -101,7 +102,10 @@ class MlxRenderer:
             if ins.op is Op.STORE:
                 j = ins.attr("arg") - len(k.inputs)
                 shape = "dims" if ins.space == "elem" else "row"
-                outputs.append(f"mx.reshape(mx.broadcast_to(v{ins.srcs[0]}, {shape}), out_shapes[{j}])")
+                value = f"mx.broadcast_to(v{ins.srcs[0]}, {shape})"
+                if k.loop and ins.space == "elem":  # a permuted loop's values, back in the array's order
+                    value = f"mx.transpose({value}, {[k.loop.index(a) for a in range(k.rank)]})"
+                outputs.append(f"mx.reshape({value}, out_shapes[{j}])")
                 continue
             lines.append(f"    v{ins.id} = {self.expr(ins)}")
         lines.append(f"    return [{', '.join(outputs)}]")

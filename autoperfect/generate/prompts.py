@@ -67,6 +67,10 @@ def kernel_facts(k: KernelIR) -> dict:
     args = []
     for a, arg in enumerate(k.args):
         access = ACCESS[(arg.role, arg.space, arg.inner)].format(a=a, last=f"{a * k.rank + last}")
+        if k.loop and arg.role == "out" and arg.space == "elem":
+            access = (f"bufs[{a}][sum over d of c_d * os_d + j * os_{last}]: the array's own row-major order, "
+                      f"every element written once; the loop's axis d is the array's axis {list(k.loop)}[d], "
+                      "os_d that axis's row-major stride in the array's shape")
         args.append({"index": a, "name": arg.name, "role": "input" if arg.role == "in" else "output",
                      "dtype": arg.dtype, "c_type": STORAGE[arg.dtype], "access": access})
     approx = sorted({(i.op.value, ULP_BOUND[i.op]) for i in k.body if i.op in ULP_BOUND})

@@ -2,7 +2,10 @@
 same input, interleaved (each round runs every variant once, in turn), 30 rounds after a warm-up:
 the median per variant, and GB/s of the bytes the kernel must move (kernel_ir.bytes_moved).
 Outputs are compared with the plain `rows` variant's (bits, or the largest relative difference).
-Run: python columns.py (PYTHONPATH at a checkout; a fresh build dir under /tmp)."""
+Run: python columns.py [permuted] (PYTHONPATH at a checkout; a fresh build dir under /tmp).
+`permuted`: kernels with per-element outputs after the reduction (a softmax over axis 0, an
+instance norm, a batch norm whose weight is the first row)."""
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +21,12 @@ BE = backends.get("cpu")
 CASES = [("mx.max(x, axis=0)", [4096, 512]), ("mx.var(x, axis=0)", [4096, 512]),
          ("mx.logsumexp(x, axis=0)", [4096, 512]), ("mx.sum(x, axis=1)", [64, 256, 256]),
          ("mx.mean(x, axis=1)", [16, 256, 1024]), ("mx.max(x, axis=0)", [100000, 40])]
+if len(sys.argv) > 1 and sys.argv[1] == "permuted":  # per-element outputs of permuted loops (after 9590d71)
+    CASES = [("mx.softmax(x, axis=0)", [4096, 512]),
+             ("(x - mx.mean(x, axis=1, keepdims=True)) * mx.rsqrt(mx.var(x, axis=1, keepdims=True) + 1e-5)",
+              [16, 256, 1024]),
+             ("(x - mx.mean(x, axis=0)) * mx.rsqrt(mx.var(x, axis=0) + 1e-5) * x[0]", [8192, 256]),
+             ("(x - mx.mean(x, axis=0)) * mx.rsqrt(mx.var(x, axis=0) + 1e-5) * x[0]", [2048, 1024])]
 STORAGE = {"float32": np.float32}
 tmp = Path(tempfile.mkdtemp())
 for expr, shape in CASES:
