@@ -359,6 +359,19 @@ def exact(kernel: KernelIR) -> bool:
     return all(i.op in EXACT or i.op in (Op.LOAD, Op.STORE) for i in kernel.body)
 
 
+def neumaier_add(total: str, comp: str, part: str, new: str) -> list[str]:
+    """`total` += `part`, the rounding error it drops added to `comp` (Neumaier's step)."""
+    return [f"const float {new} = {total} + {part};",
+            f"{comp} += fabsf({total}) >= fabsf({part}) ? ({total} - {new}) + {part} : ({part} - {new}) + {total};",
+            f"{total} = {new};"]
+
+
+def neumaier_total(total: str, comp: str) -> str:
+    """A compensated sum's result; an overflowed or infinite total leaves a non-finite
+    compensation, and then the total stands alone."""
+    return f"fabsf({comp}) < INFINITY ? {total} + {comp} : {total}"
+
+
 def c_float(value: float) -> str:
     if value != value:
         return "NAN"
@@ -460,10 +473,12 @@ class CFamily:
     def stride(self, a: int, d: int) -> str:
         return f"strides[{a * self.k.rank + d}]"
 
-    def offsets(self, indent: str) -> list[str]:
-        """Per-row base offset of every input, from the row index and the launch strides."""
+    def offsets(self, indent: str, row: str = "r", base: str = "b", out: str = "ob") -> list[str]:
+        """Per-row base offset of every input (`b0`...), from the row index and the launch strides,
+        and a permuted loop's output base (`ob`); render_columns asks them of a block's first row
+        under other names."""
         k = self.k
-        lines = [f"{indent}int64_t rem = r;"] if k.rank > 1 else []
+        lines = [f"{indent}int64_t rem = {row};"] if k.rank > 1 else []
         coords = []
         for d in range(k.rank - 2, -1, -1):
             if d == 0:
@@ -473,9 +488,9 @@ class CFamily:
             coords.append(d)
         for a in range(len(k.inputs)):
             terms = [f"c{d} * {self.stride(a, d)}" for d in sorted(coords)]
-            lines.append(f"{indent}const int64_t b{a} = {' + '.join(terms) or '0'};")
+            lines.append(f"{indent}const int64_t {base}{a} = {' + '.join(terms) or '0'};")
         if k.loop:  # per-element outputs in the array's order (elem_index)
-            lines.append(f"{indent}const int64_t ob = {' + '.join(f'c{d} * os{d}' for d in sorted(coords))};")
+            lines.append(f"{indent}const int64_t {out} = {' + '.join(f'c{d} * os{d}' for d in sorted(coords))};")
         if k.rank > 1:
             lines.append(f"{indent}(void)rem;")
         return lines
@@ -547,9 +562,9 @@ class CRenderer(CFamily):
         nothing: staged, bfloat16 RMSNorm and LayerNorm 4096x2048 ran 0.57-0.65x as fast, softmax
         with its exps on the stack 1.23-1.37x faster (float16 staged: RMSNorm 2.2-2.6x, LayerNorm
         2.4x, softmax 3.0-3.6x; docs/experiments/2026-12-06g-cpu/row_stage.py)."""
-        p = plan(self.k)
         if self.s.columns or self.k.loop:  # read lane by lane (render_columns), written across the loop
             return frozenset()
+        p = plan(self.k)
         if self.k.kind == "elementwise":  # in registers where its loop has a vector form
             vectors = self.s.vectors and self.vector_final("", list(p.final_elem), "j0", "j1", None)
             return frozenset() if vectors else row_args(self.k, ("float16",))
@@ -951,8 +966,7 @@ class CRenderer(CFamily):
         names = {f"a{r}": (f"k{r}", f"t{r}", f"s{r}") for r in sums}
         names |= {acc: (f"{acc}k", f"{acc}t", f"{acc}s") for acc, _ in extra}
         inner = indent + "  "
-        lines = [f"{indent}{{",
-                 f"{inner}const int64_t B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N + (N == 0);"]
+        lines = [f"{indent}{{", f"{inner}const int64_t B = {self.compensated_block()};"]
         lines += [f"{inner}float {k} = 0.0f, {t} = {a};" for a, (k, t, _) in names.items()]
         lines.append(f"{inner}for (int64_t jb = 0; jb < N; jb += B) {{")
         lines.append(f"{inner}  const int64_t je = jb + B < N ? jb + B : N;")
@@ -960,14 +974,16 @@ class CRenderer(CFamily):
         lines += self.loop(inner + "  ", list(rp.elem), "jb", "je", reductions=list(rp.reduces),
                            lines_for=lines_for, prefetch=prefetch, extra=extra, vector_for=vector_for, head=head)
         for a, (k, t, s) in names.items():
-            lines += [f"{inner}  const float {s} = {t} + {a};",
-                      f"{inner}  {k} += fabsf({t}) >= fabsf({a}) ? ({t} - {s}) + {a} : ({a} - {s}) + {t};",
-                      f"{inner}  {t} = {s};"]
+            lines += [f"{inner}  {line}" for line in neumaier_add(t, k, a, s)]
         lines.append(f"{inner}}}")
-        # an overflowed or infinite total leaves a non-finite compensation: the total stands alone
-        lines += [f"{inner}{a} = fabsf({k}) < INFINITY ? {t} + {k} : {t};" for a, (k, t, _) in names.items()]
+        lines += [f"{inner}{a} = {neumaier_total(t, k)};" for a, (k, t, _) in names.items()]
         lines.append(f"{indent}}}")
         return lines
+
+    def compensated_block(self) -> str:
+        """Terms a compensated sum adds plainly before adding their total compensated: a row of
+        `compensate` terms or more in blocks of COMPENSATED_BLOCK, a shorter one in one block."""
+        return f"N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N + (N == 0)"
 
     # -- streaming stores -------------------------------------------------------------------------------
     def streams(self) -> bool:
@@ -1329,43 +1345,35 @@ class CRenderer(CFamily):
         per-element input's rows lie side by side (stride 1 along the kernel's last row axis); other
         launches take the rows path (render_row)."""
         k, w, c = self.k, self.s.columns, self.k.rank - 2
-        p = plan(k)
+        p, lvl = plan(k), levels(k)
         elem = sorted({i.attr("arg") for i in k.body if i.op is Op.LOAD and i.space == "elem"})
         side = " && ".join(f"{self.stride(a, c)} == 1" for a in elem) or "1"
-        lvl = levels(k)
         # row values a later lane loop reads (those of one level are computed in one loop)
         kept = sorted({s for i in k.body for s in i.srcs if k.body[s].space == "row" and k.body[s].op is not Op.CONST
                        and i.op is not Op.STORE and (i.space == "elem" or lvl[i.id] > lvl[s])})
-        lines = [f"  for (int64_t t = 0; t < (C ? R / C : 0) * nc; t++) {{",
-                 f"    const int64_t o = t / nc, c0 = (t % nc) * {w}, rb = o * C + c0;",
-                 "    int64_t rem = o;"]
-        for d in range(c - 1, -1, -1):
-            lines.append(f"    const int64_t c{d} = rem % {self.dim(d)}; rem /= {self.dim(d)};"
-                         if d else "    const int64_t c0_ = rem;")
-        for a in range(len(k.inputs)):
-            terms = [f"{'c0_' if d == 0 else f'c{d}'} * {self.stride(a, d)}" for d in range(c)]
-            lines.append(f"    const int64_t o{a} = {' + '.join(terms + [f'c0 * {self.stride(a, c)}'])};")
-        if k.loop:  # the block's per-element output base (elem_index)
-            terms = [f"{'c0_' if d == 0 else f'c{d}'} * os{d}" for d in range(c)]
-            lines.append(f"    const int64_t oo = {' + '.join(terms + [f'c0 * os{c}'])};")
-        lines.append("    (void)rem;")
+        stored = {}  # a row store goes with its value's lane loop (a constant's: the last)
+        for i in p.row_stores:
+            src = k.body[k.body[i].srcs[0]]
+            stored.setdefault(len(p.passes) if src.op is Op.CONST else lvl[src.id], []).append(i)
+        lines = ["  for (int64_t t = 0; t < (C ? R / C : 0) * nc; t++) {",
+                 f"    const int64_t o = t / nc, cb = (t % nc) * {w}, rb = o * C + cb;",
+                 *self.offsets("    ", "rb", "o", "oo")]  # the block's first row's bases
         lines += [f"    float ap_r{i}[{w}];" for i in kept]
         lines += [f"    {self.assign(i.id)}" for i in k.body if i.space == "row" and i.op is Op.CONST]
-        lines += [f"    if (c0 + {w} <= C) {{", *self.column_block("      ", p, str(w), elem, kept),
-                  "    } else {", *self.column_block("      ", p, "C - c0", elem, kept), "    }", "  }"]
+        for n, count in ((f"cb + {w} <= C", str(w)), ("", "C - cb")):
+            lines += [f"    if ({n}) {{" if n else "    } else {",
+                      *self.column_block("      ", p, count, elem, kept, stored)]
+        lines += ["    }", "  }"]
         rows = copy.copy(self)
         rows.s = dataclasses.replace(self.s, columns=0)
         return [f"  const int64_t C = {self.dim(c)}, nc = (C + {w - 1}) / {w};", f"  if (C > 1 && {side}) {{",
                 *self.parallel(lines), "  } else {", *rows.render_row(), "  }"]
 
-    def column_block(self, indent: str, p, count: str, elem: list[int], kept: list[int]) -> list[str]:
-        """One block's passes (render_columns), `count` of its lanes in use."""
+    def column_block(self, indent: str, p, count: str, elem: list[int], kept: list[int],
+                     stored: dict[int, list[int]]) -> list[str]:
+        """One block's passes (render_columns), `count` of its lanes in use; `stored`: the row
+        stores by the level of their value."""
         k, w, lines = self.k, self.s.columns, []
-        lvl = levels(k)
-        stored = {}  # a row store goes with its value's lane loop (a constant's: the last)
-        for i in p.row_stores:
-            src = k.body[k.body[i].srcs[0]]
-            stored.setdefault(len(p.passes) if src.op is Op.CONST else lvl[src.id], []).append(i)
         before = [i for i in p.row_before if k.body[i].op is not Op.CONST] + stored.get(0, [])  # constants: render_columns
         if before:
             lines += self.lanes(indent, count, elem, kept, before)
@@ -1382,14 +1390,8 @@ class CRenderer(CFamily):
                     for r in rp.reduces]
             if sums:  # blocks of the row, their totals added compensated lane by lane (reduce_loop's)
                 inner = indent + "  "
-                add = []
-                for r in sums:
-                    a, kk, t = f"ap_a{r}[l]", f"ap_k{r}[l]", f"ap_t{r}[l]"
-                    add += [f"const float s{r} = {t} + {a};",
-                            f"{kk} += fabsf({t}) >= fabsf({a}) ? ({t} - s{r}) + {a} : ({a} - s{r}) + {t};",
-                            f"{t} = s{r};"]
-                lines += [f"{indent}for (int64_t jb = 0, B = N >= {self.s.compensate} ? {COMPENSATED_BLOCK} : N;"
-                          f" jb < N; jb += B) {{",
+                add = [line for r in sums for line in neumaier_add(f"ap_t{r}[l]", f"ap_k{r}[l]", f"ap_a{r}[l]", f"s{r}")]
+                lines += [f"{indent}for (int64_t jb = 0, B = {self.compensated_block()}; jb < N; jb += B) {{",
                           f"{inner}const int64_t je = jb + B < N ? jb + B : N;",
                           *self.lanes(inner, count, elem, kept, first=[f"ap_a{r}[l] = 0.0f;" for r in sums]),
                           f"{inner}for (int64_t j = jb; j < je; j++) {{",
@@ -1401,24 +1403,24 @@ class CRenderer(CFamily):
             results = []
             for r in rp.reduces:
                 value = f"(ap_n{r}[l] ? NAN : ap_a{r}[l])" if r in flags else f"ap_a{r}[l]"
-                if r in sums:  # an overflowed or infinite total leaves a non-finite compensation
-                    value = f"(fabsf(ap_k{r}[l]) < INFINITY ? ap_t{r}[l] + ap_k{r}[l] : ap_t{r}[l])"
-                results += [self.row_value(r, self.round(value, k.body[r].dtype), "float")]
-                results += [f"ap_r{r}[l] = r{r};"] if r in kept else []
-            lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []), first=results)
+                if r in sums:
+                    value = f"({neumaier_total(f'ap_t{r}[l]', f'ap_k{r}[l]')})"
+                results.append(self.row_value(r, self.round(value, k.body[r].dtype), "float"))
+            lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []),
+                                first=results, defined=rp.reduces)
         if p.final_elem:  # per-element outputs (a permuted loop's: elem_index)
             lines += [f"{indent}for (int64_t j = 0; j < N; j++) {{",
                       *self.lanes(indent + "  ", count, elem, kept, list(p.final_elem)), f"{indent}}}"]
         return lines
 
     def lanes(self, indent: str, count: str, elem: list[int], kept: list[int], body: Sequence[int] = (),
-              first: Sequence[str] = (), then: Sequence[str] = ()) -> list[str]:
-        """A SIMD loop over a block's lanes (render_columns): statements `first`, then `body`'s
-        instructions (the row values they read taken from their lane arrays, those they compute kept
-        there), then `then`. Lane l is row rb + l, whose per-element inputs (`elem`) start at o + l."""
+              first: Sequence[str] = (), then: Sequence[str] = (), defined: Sequence[int] = ()) -> list[str]:
+        """A SIMD loop over a block's lanes (render_columns): statements `first` (which declare the
+        row values `defined`), then `body`'s instructions, then `then`. The row values they read are
+        taken from their lane arrays, and those they compute that a later loop reads (`kept`) are
+        kept there. Lane l is row rb + l, whose per-element inputs (`elem`) start at o + l."""
         k = self.k
-        own = set(body) | {int(m) for line in first for m in re.findall(r"\br(\d+) =", line)}
-        read = sorted({s for i in body for s in k.body[i].srcs if s in kept and s not in own})
+        read = sorted({s for i in body for s in k.body[i].srcs if s in kept and s not in set(body) | set(defined)})
         loads = sorted({k.body[i].attr("arg") for i in body if k.body[i].op is Op.LOAD})
         lines = [f"{indent}{self.simd}", f"{indent}for (int64_t l = 0; l < {count}; l++) {{"]
         if any(k.body[i].op is Op.STORE and k.body[i].space == "row" for i in body):
@@ -1429,6 +1431,7 @@ class CRenderer(CFamily):
                   for a in loads]
         lines += [f"{indent}  const float r{s} = ap_r{s}[l];" for s in read]
         lines += [f"{indent}  {line}" for line in first]
+        lines += [f"{indent}  ap_r{i}[l] = r{i};" for i in defined if i in kept]
         for i in body:
             lines.append(f"{indent}  {self.assign(i)}")
             if i in kept:
