@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import backends, bench, contenders, judge, schedule_model, static
+from . import backends, bench, contenders, judge, native, schedule_model, static
 from .backends.cfamily import Unsupported
 from .cache import Cache, chip, key_for
 from .canon import canonicalize
@@ -278,6 +278,7 @@ class Plan:
     times: list = field(default_factory=list)  # (kernel name, seconds) of the call in progress
     race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
     kernels: int = 0                           # regions that run kernels
+    transformed: Callable | None = None        # `run` under MLX's transformations (transformable)
 
     def to_mlx(self, why: str) -> None:
         """Run the signature as eager MLX from now on, every kernel region saying `why`."""
@@ -300,6 +301,44 @@ class _Timed:
             times.append((name, clock() - start))
             return out
         return timed
+
+
+def transformable(run: Callable, fn: Callable) -> Callable:
+    """`run` (the plan's kernels) under MLX's transformations. The kernels' primitives know no
+    derivative, so mx.grad, mx.vjp and mx.jvp of a function calling them take `fn`'s own (its MLX
+    ops, from the same inputs) while the forward value stays the kernels' (mx.custom_function, which
+    passes the kernels' outputs through as they are); the kernels read their inputs through
+    mx.stop_gradient, so forward mode never asks them for a derivative either. mx.vmap runs the
+    kernels once per example (native/common.h: FixedLaunch::vmap). The wrapping costs a call about
+    3 us of host time, so a call runs it only where a transformation traces its arguments
+    (`Jit._tracing`; docs/experiments/2026-12-06l-cpu/overhead.py)."""
+    import mlx.core as mx
+
+    stop = mx.stop_gradient
+
+    def listed(x) -> list:
+        return list(x) if isinstance(x, (list, tuple)) else [x]
+
+    @mx.custom_function
+    def kernels(*args):
+        return run(*[stop(a) for a in args])
+
+    @kernels.vjp
+    def vjp(primals, cotangents, outputs):
+        return tuple(mx.vjp(fn, listed(primals), listed(cotangents))[1])
+
+    @kernels.jvp
+    def jvp(primals, tangents):
+        out = mx.jvp(fn, listed(primals), listed(tangents))[1]
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return kernels
+
+
+def _placeholders(e: Exception) -> bool:
+    """Whether `e` is MLX refusing to evaluate arrays inside mx.compile or mx.vmap (a ctypes kernel
+    evaluates its inputs at once): the call is not the kernel's fault."""
+    return isinstance(e, ValueError) and "during function transformations" in str(e)
 
 
 def _structure(result: Any) -> str:
@@ -443,6 +482,8 @@ class Jit:
         import mlx.core as mx
 
         self._array = mx.array
+        ext = native.load()  # whether a transformation traces the call: where none does, `run` as it is
+        self._tracing = ext.any_tracer if ext is not None else (lambda args: True)
         self._last: tuple | None = None  # what the last call's trace is built from, when asked for
         self._counts: dict[str, float] = {"calls": 0, "eager_calls": 0, "kernel_calls": 0, "setup_s": 0.0}
         self._sources: dict[str, int] = {}
@@ -479,10 +520,15 @@ class Jit:
         else:
             plan.times.clear()
             try:
-                out = _shaped(plan.run(*args), plan.structure)
+                run = plan.transformed if self._tracing(args) else plan.run
+                out = _shaped(run(*args), plan.structure)
             except Exception as e:  # a kernel that fails now fails for good: this signature goes eager
-                plan.to_mlx(f"a kernel failed at run time ({type(e).__name__}: {e})")
                 out = self.fn(*args)
+                if _placeholders(e):  # but a kernel run at once can't take a transformation's arrays
+                    why = f"a kernel run at once (ctypes) can't take the arrays of a transformation ({e})"
+                    self._note(start, sig, Plan((), None, plan.structure, why), setup, memory=False)
+                    return out
+                plan.to_mlx(f"a kernel failed at run time ({type(e).__name__}: {e})")
         self._note(start, sig, plan, setup, memory=first is None)
         return out
 
@@ -704,6 +750,7 @@ class Jit:
             # host time says nothing of the kernel, and timing it costs a warm call a layer of Python
             plan.run = program(only(f, usable), {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes"
                                                  else kern for name, kern in loaded.items()})
+            plan.transformed = transformable(plan.run, self.fn)
         else:
             plan.eager = "no region has a verified kernel"
         return plan

@@ -23,26 +23,6 @@ namespace autoperfect {
 
 using mlx::core::array;
 
-// A kernel whose launch is fixed when the op is made, under the kernel's name.
-class FixedLaunch : public mlx::core::Primitive {
- public:
-  FixedLaunch(mlx::core::Stream stream, std::string name)
-      : Primitive(stream), name_(std::move(name)) {}
-
-  // mx.compile(shapeless=True) cannot replay a fixed launch.
-  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>&) override {
-    throw std::invalid_argument(
-        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
-  }
-
-  const char* name() const override {
-    return name_.c_str();
-  }
-
- protected:
-  std::string name_;
-};
-
 // Kernels index every buffer as row-major: a strided view would be read wrongly.
 inline void check_row_contiguous(const std::string& name, const std::vector<array>& inputs) {
   for (const auto& in : inputs) {
@@ -62,6 +42,97 @@ inline std::vector<array> row_contiguous(const std::vector<array>& inputs, const
     args.push_back(known && x.flags().row_contiguous ? x : mlx::core::contiguous(x, false, s));
   }
   return args;
+}
+
+class FixedLaunch;
+
+// What every call of one launch shares: its outputs' shapes and dtypes, and how to make the
+// primitive a call runs. Held by the Launcher and by each primitive it made (FixedLaunch::vmap
+// makes more calls of the same launch).
+struct Launch {
+  using Make = std::function<std::shared_ptr<FixedLaunch>(mlx::core::Stream)>;
+
+  std::vector<mlx::core::Shape> shapes;
+  std::vector<mlx::core::Dtype> dtypes;
+  Make make;
+
+  // The outputs of one call on inputs of the launch's shapes and dtypes (checked by the caller).
+  std::vector<array> call(const std::shared_ptr<const Launch>& self, const std::vector<array>& inputs,
+                          const mlx::core::Stream& s) const;
+};
+
+// A kernel whose launch is fixed when the op is made, under the kernel's name.
+class FixedLaunch : public mlx::core::Primitive {
+ public:
+  FixedLaunch(mlx::core::Stream stream, std::string name)
+      : Primitive(stream), name_(std::move(name)) {}
+
+  // mx.compile(shapeless=True) cannot replay a fixed launch.
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>&) override {
+    throw std::invalid_argument(
+        name_ + ": a kernel launch has fixed sizes (compile it with shapeless=False)");
+  }
+
+  // mx.vmap: the launch's sizes are one example's, so each example of the batch is one call of
+  // the same launch on that example's slices, and each output the stack of the calls' (its batch
+  // axis first). Correct for any kernel; a batch of B costs B launches.
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs,
+      const std::vector<int>& axes) override {
+    if (!launch_) {
+      throw std::invalid_argument(name_ + ": this kernel call can't be batched (no launch)");
+    }
+    int batch = -1;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      if (axes[i] >= 0) {
+        batch = inputs[i].shape(axes[i]);
+        break;
+      }
+    }
+    if (batch < 0) {  // nothing batched: the call as it is
+      return {launch_->call(launch_, row_contiguous(inputs, stream()), stream()),
+              std::vector<int>(launch_->shapes.size(), -1)};
+    }
+    std::vector<std::vector<array>> outs(launch_->shapes.size());
+    for (int b = 0; b < batch; b++) {
+      std::vector<array> example;
+      example.reserve(inputs.size());
+      for (size_t i = 0; i < inputs.size(); i++) {
+        example.push_back(axes[i] < 0 ? inputs[i] : mlx::core::take(inputs[i], b, axes[i], stream()));
+      }
+      auto out = launch_->call(launch_, row_contiguous(example, stream()), stream());
+      for (size_t o = 0; o < out.size(); o++) {
+        outs[o].push_back(std::move(out[o]));
+      }
+    }
+    std::vector<array> stacked;
+    stacked.reserve(outs.size());
+    for (auto& o : outs) {
+      stacked.push_back(mlx::core::stack(o, 0, stream()));
+    }
+    return {stacked, std::vector<int>(stacked.size(), 0)};
+  }
+
+  const char* name() const override {
+    return name_.c_str();
+  }
+
+  void set_launch(std::shared_ptr<const Launch> launch) {
+    launch_ = std::move(launch);
+  }
+
+ protected:
+  std::string name_;
+  std::shared_ptr<const Launch> launch_;
+};
+
+inline std::vector<array> Launch::call(
+    const std::shared_ptr<const Launch>& self,
+    const std::vector<array>& inputs,
+    const mlx::core::Stream& s) const {
+  auto primitive = make(s);
+  primitive->set_launch(self);
+  return array::make_arrays(shapes, dtypes, std::move(primitive), inputs);
 }
 
 // One shape per dtype ("input" or "output" names which), as MLX's Shape.
@@ -127,7 +198,7 @@ inline std::string describe(mlx::core::Dtype dtype, const mlx::core::Shape& shap
 template <class Tag>
 class Launcher {
  public:
-  using Make = std::function<std::shared_ptr<mlx::core::Primitive>(mlx::core::Stream)>;
+  using Make = Launch::Make;
 
   Launcher(
       std::string name,
@@ -141,10 +212,9 @@ class Launcher {
         device_(device),
         in_shapes_(shapes_of(name_, "input", in_shapes, in_dtypes)),
         in_dtypes_(std::move(in_dtypes)),
-        shapes_(shapes_of(name_, "output", out_shapes, out_dtypes)),
-        dtypes_(std::move(out_dtypes)),
-        make_(std::move(make)) {
-    if (shapes_.empty()) {
+        launch_(std::make_shared<const Launch>(Launch{
+            shapes_of(name_, "output", out_shapes, out_dtypes), std::move(out_dtypes), std::move(make)})) {
+    if (launch_->shapes.empty()) {
       throw std::invalid_argument(name_ + ": a kernel launch needs an output");
     }
   }
@@ -165,7 +235,7 @@ class Launcher {
       }
     }
     mlx::core::Stream s = mlx::core::to_stream({}, device_);
-    return array::make_arrays(shapes_, dtypes_, make_(s), row_contiguous(inputs, s));
+    return launch_->call(launch_, row_contiguous(inputs, s), s);
   }
 
   const std::string& name() const {
@@ -177,9 +247,7 @@ class Launcher {
   mlx::core::Device device_;
   std::vector<mlx::core::Shape> in_shapes_;
   std::vector<mlx::core::Dtype> in_dtypes_;
-  std::vector<mlx::core::Shape> shapes_;
-  std::vector<mlx::core::Dtype> dtypes_;
-  Make make_;
+  std::shared_ptr<const Launch> launch_;
 };
 
 // The Python class of a Launcher: called with the list of its inputs.

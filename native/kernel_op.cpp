@@ -195,6 +195,17 @@ CpuLauncher launcher(
       [=](Stream s) { return std::make_shared<KernelOp>(s, fn_address, dims, strides, name); });
 }
 
+// Whether any of `arrays` is being traced by an MLX transformation (mx.grad, mx.vjp, mx.jvp,
+// mx.vmap, mx.compile): their inputs are marked tracers, and so is every array computed from one.
+bool any_tracer(const std::vector<array>& arrays) {
+  for (const auto& a : arrays) {
+    if (a.is_tracer()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace autoperfect
 
 NB_MODULE(_kernel_op, m) {
@@ -212,6 +223,11 @@ NB_MODULE(_kernel_op, m) {
       "out_dtypes"_a,
       "name"_a,
       "The kernel at `fn_address` (KernelIR ABI) at one launch, made once: call it with its inputs.");
+  m.def(
+      "any_tracer",
+      &autoperfect::any_tracer,
+      "arrays"_a,
+      "Whether an MLX transformation (grad, vjp, jvp, vmap, compile) is tracing any of `arrays`.");
   m.def(
       "set_aligned_outputs",
       &autoperfect::set_aligned_outputs,

@@ -262,6 +262,28 @@ def test_a_launch_bound_once_serves_every_call_and_stream(ext, probe):
         bound([mx.arange(4, dtype=mx.int32)])
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_vmap_runs_the_launch_once_per_example(ext, probe, axis):
+    """mx.vmap of a kernel call: each example is one call of the same launch on its own slice (a
+    batch along a strided axis is made contiguous first), the outputs stacked on a leading axis;
+    nested, each level loops; a derivative is still refused (the runtime supplies its own)."""
+    bound = ext.launcher(address(probe, "probe_add3"), [[4]], [mx.float32], [4], [1], [[4]] * 3,
+                         [mx.float32] * 3, "probe_add3")
+    batch = (mx.arange(12, dtype=mx.float32) * 3).reshape((3, 4) if axis == 0 else (4, 3))
+    mx.eval(batch)
+    before = probe.probe_calls()
+    outs = mx.vmap(lambda x: tuple(bound([x])), in_axes=axis)(batch)
+    mx.eval(outs)
+    assert probe.probe_calls() == before + 3
+    examples = np.moveaxis(np.array(batch), axis, 0)
+    for k, out in enumerate(outs):
+        assert out.shape == (3, 4) and np.array_equal(np.array(out), examples + k + 1)
+    nested = mx.vmap(mx.vmap(lambda x: bound([x])[0]))(mx.broadcast_to(batch.reshape(1, 12)[:, :4], (2, 3, 4)))
+    assert np.array_equal(np.array(nested), np.broadcast_to(np.arange(4) * 3 + 1, (2, 3, 4)))
+    with pytest.raises(ValueError, match="vjp"):
+        mx.grad(lambda x: bound([x])[0].sum())(mx.arange(4, dtype=mx.float32))
+
+
 def test_a_program_refuses_arrays_its_launches_were_not_made_for(ext):
     """A kernel's sizes are fixed at its launch: called on other shapes or dtypes, a program says
     which input misfits, on either dispatch path, and never runs the kernel past the arrays' ends."""

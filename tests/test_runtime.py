@@ -161,6 +161,59 @@ def test_tuple_and_list_results_keep_their_structure(tmp_path):
     assert_close(got, single_list(x))
 
 
+def test_grad_jvp_and_vmap_go_through_the_kernels(tmp_path):
+    """MLX's transformations of a function calling jitted ones: the derivatives are MLX's own of
+    the function (the kernels know none), the forward values still the kernels' bits, a batch run
+    as one kernel call per example; several outputs, an unbatched argument, a batch along a middle
+    axis, and mx.compile around mx.grad."""
+    x, b = arrays("transforms", (6, 40), (40,))
+    f, g = jit(swish_shift, cache_dir=tmp_path), jit(rows_and_sums, cache_dir=tmp_path)
+    forward = [np.array(f(x, b)), *map(np.array, g(x))]
+    assert f.last_trace.kernels and g.last_trace.kernels
+
+    def loss(h):
+        return lambda x, b: mx.sum(h(x, b) * mx.cos(x))
+
+    def loss2(h):
+        return lambda x: mx.sum(h(x)[0] * mx.sin(x)) + mx.sum(h(x)[1] ** 2)
+
+    value, grads = mx.value_and_grad(loss(f), argnums=(0, 1))(x, b)
+    want_value, want = mx.value_and_grad(loss(swish_shift), argnums=(0, 1))(x, b)
+    assert_close(value, want_value)
+    assert_close(grads, want)
+    assert_close(mx.grad(loss2(g))(x), mx.grad(loss2(rows_and_sums))(x))
+    assert_close(mx.compile(mx.grad(loss(f)))(x, b), mx.grad(loss(swish_shift))(x, b))
+    tangents = arrays("transforms tangents", (6, 40), (40,))
+    assert_close(mx.jvp(f, [x, b], tangents)[1], mx.jvp(swish_shift, [x, b], tangents)[1])
+    assert_close(mx.jvp(g, [x], tangents[:1])[1], mx.jvp(rows_and_sums, [x], tangents[:1])[1])
+    (xs,) = arrays("transforms batch", (3, 6, 40))
+    assert_close(mx.vmap(f, in_axes=(0, None))(xs, b), mx.vmap(swish_shift, in_axes=(0, None))(xs, b))
+    middle = mx.swapaxes(xs, 0, 1)
+    assert_close(mx.vmap(g, in_axes=1)(middle), mx.vmap(rows_and_sums, in_axes=1)(middle))
+    assert f.last_trace.kernels and g.last_trace.kernels and not g.last_trace.eager
+    # the forward values are the kernels' own, bit for bit, before and after
+    for got, want in zip([f(x, b), *g(x)], forward):
+        assert np.array_equal(np.array(got), want)
+
+
+def test_a_kernel_run_at_once_leaves_a_transformations_call_to_mlx_and_keeps_its_plan(tmp_path, monkeypatch):
+    """The ctypes path evaluates its inputs, which MLX refuses inside mx.vmap and mx.compile: that
+    call runs as MLX and says why, and the signature's next call runs its kernel again."""
+    monkeypatch.setenv(native.DISABLE, "0")
+    x, b = arrays("ctypes transforms", (6, 40), (40,))
+    f = jit(swish_shift, cache_dir=tmp_path)
+    f(x, b)
+    assert [r.dispatch for r in f.last_trace.kernels] == ["ctypes"]
+    xs = mx.stack([x, x * 2.0])
+    assert_close(mx.vmap(f, in_axes=(0, None))(xs, b), mx.vmap(swish_shift, in_axes=(0, None))(xs, b))
+    assert "can't take the arrays of a transformation" in f.last_trace.eager
+    assert_close(mx.compile(f)(x, b), swish_shift(x, b))
+    assert "can't take the arrays of a transformation" in f.last_trace.eager
+    assert_close(mx.grad(lambda x: mx.sum(f(x, b)))(x), mx.grad(lambda x: mx.sum(swish_shift(x, b)))(x))
+    assert_close(f(x, b), swish_shift(x, b))
+    assert f.last_trace.kernels and not f.last_trace.eager
+
+
 @pytest.mark.parametrize("damage, words", [
     (lambda d: {**d, "source": d["source"] + "\n/* edited */\n"}, "source does not match its sha256"),
     (lambda d: {**d, "key": {**d["key"], "kernel": "k_0000000000000000"}}, "another key"),
