@@ -235,7 +235,7 @@ class RegionTrace:
 @dataclass(frozen=True)
 class CallTrace:
     function: str
-    signature: tuple[tuple[tuple[int, ...], str], ...]
+    signature: tuple[tuple[tuple[int, ...] | None, str], ...]  # (shape, dtype), or (None, a Python argument)
     regions: tuple[RegionTrace, ...]
     seconds: float               # the whole call, as the user waited for it
     setup: dict = field(default_factory=dict)  # first call only: trace, lookup, compile, gate seconds
@@ -251,7 +251,7 @@ class CallTrace:
         return tuple(f"region {r.region}: {r.why}" for r in self.regions if r.runs == "mlx")
 
     def describe(self) -> str:
-        args = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in self.signature)
+        args = _described(self.signature)
         head = f"{self.function}({args}): {self.seconds * 1e3:.3f} ms"
         if self.setup:
             head += " (first call: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.setup.items()) + ")"
@@ -279,6 +279,7 @@ class Plan:
     race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
     kernels: int = 0                           # regions that run kernels
     transformed: Callable | None = None        # `run` under MLX's transformations (transformable)
+    arrays: tuple[int, ...] | None = None      # the array arguments' positions; None: every argument
 
     def to_mlx(self, why: str) -> None:
         """Run the signature as eager MLX from now on, every kernel region saying `why`."""
@@ -341,6 +342,11 @@ def _placeholders(e: Exception) -> bool:
     return isinstance(e, ValueError) and "during function transformations" in str(e)
 
 
+def _described(signature: tuple) -> str:
+    """A signature as a call's arguments read: float32[4096, 1024], 1e-05, eps=1e-05."""
+    return ", ".join(f"{d}{list(s)}" if s is not None else d for s, d in signature)
+
+
 def _structure(result: Any) -> str:
     if isinstance(result, tuple):
         return "tuple"
@@ -357,16 +363,39 @@ def _shaped(out: Any, structure: str) -> Any:
 _DTYPE_NAMES: dict = {}
 
 
+CONSTANT_TYPES = (type(None), bool, int, float, str)
+SPECIALIZATIONS = 8  # sets of Python arguments a function is compiled for; a call with another runs as MLX
+
+
+def _constant(value: Any) -> bool:
+    """A Python argument a plan is specialized on (the function sees it as it is, as under
+    mx.compile): None, a bool, int, float or string, or a tuple of them."""
+    return type(value) in CONSTANT_TYPES or (type(value) is tuple and all(_constant(v) for v in value))
+
+
+def _key(value: Any):
+    """A Python argument's part of a warm call's key: its type and value, a float by its bits (0.0
+    and -0.0 compute differently, as do 1, 1.0 and True)."""
+    if type(value) is float:
+        return float, value.hex()
+    if type(value) is tuple:
+        return tuple, tuple([_key(v) for v in value])
+    return type(value), value
+
+
 def _signature(args: tuple, kwargs: dict) -> tuple | str:
-    """(shape, dtype) of each argument; or, as a string, why the call is passed to the function as it is."""
+    """(shape, dtype) of each array argument and (None, its repr) of each Python one (keywords last,
+    as `name=repr`); or, as a string, why the call is passed to the function as it is."""
     import mlx.core as mx
 
-    if kwargs:
-        return f"keyword arguments ({', '.join(kwargs)}) are passed to the function as they are"
     sig = []
     for i, a in enumerate(args):
         if not isinstance(a, mx.array):
-            return f"argument {i} is a {type(a).__name__}, not an MLX array"
+            if not _constant(a):
+                return (f"argument {i} is a {type(a).__name__}, not an MLX array or a Python number, "
+                        "string, None or tuple of them")
+            sig.append((None, repr(a)))
+            continue
         name = _DTYPE_NAMES.get(a.dtype)
         if name is None:
             try:
@@ -374,7 +403,41 @@ def _signature(args: tuple, kwargs: dict) -> tuple | str:
             except ValueError:
                 return f"argument {i} has dtype {a.dtype}, which the compiler does not handle"
         sig.append((tuple(a.shape), name))
+    for k, v in kwargs.items():
+        if not _constant(v):
+            return (f"keyword argument {k} is a {type(v).__name__}: arrays are taken by position, "
+                    "keywords only as Python numbers, strings, None or tuples of them")
+        sig.append((None, f"{k}={v!r}"))
     return tuple(sig)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where a call's arrays sit among its arguments, and the Python arguments its plan is
+    specialized on (by position, or by keyword)."""
+    arrays: tuple[int, ...]
+    constants: dict
+
+    @staticmethod
+    def of(args: tuple, kwargs: dict, array_type) -> Binding:
+        arrays = tuple(i for i, a in enumerate(args) if type(a) is array_type)
+        constants = {i: a for i, a in enumerate(args) if type(a) is not array_type}
+        return Binding(arrays, {**constants, **kwargs})
+
+    def function(self, fn: Callable) -> Callable:
+        """`fn` of the arrays alone, the Python arguments put back (MLX's side of a race, the
+        derivatives): it keeps none of the caller's arrays."""
+        if not self.constants:
+            return fn
+        template = {i: v for i, v in self.constants.items() if isinstance(i, int)}
+        keywords = {k: v for k, v in self.constants.items() if isinstance(k, str)}
+        count = len(template) + len(self.arrays)
+
+        @functools.wraps(fn)
+        def bound(*arrays):
+            fill = iter(arrays)
+            return fn(*[template[i] if i in template else next(fill) for i in range(count)], **keywords)
+        return bound
 
 
 def _names(fn: Callable, count: int) -> list[str]:
@@ -478,7 +541,8 @@ class Jit:
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
-        self._warm: dict[tuple, tuple[tuple, Plan]] = {}  # the arrays' (shape, dtype) -> (signature, plan)
+        self._warm: dict[tuple, tuple[tuple, Plan]] = {}  # the arguments' key (__call__) -> (signature, plan)
+        self._specialized: set[tuple] = set()  # the sets of Python arguments planned for (SPECIALIZATIONS)
         import mlx.core as mx
 
         self._array = mx.array
@@ -490,40 +554,55 @@ class Jit:
 
     def __call__(self, *args, **kwargs):
         start = time.perf_counter()
-        # a signature seen before, found by its arrays' own shape and dtype objects (what _signature
-        # makes of them costs more than the rest of a warm call's host work)
-        key = None if kwargs else tuple([(a.shape, a.dtype) for a in args if type(a) is self._array])
-        warm = self._warm.get(key)
-        if warm is not None and len(warm[0]) == len(args):
+        # a signature seen before, found by its arrays' own shape and dtype objects and its Python
+        # arguments' values (what _signature makes of them costs more than the rest of a warm call)
+        array = self._array
+        key = tuple([(a.shape, a.dtype) if type(a) is array else _key(a) for a in args])
+        if kwargs:
+            key += tuple([(k, _key(v)) for k, v in kwargs.items()])
+        try:
+            warm = self._warm.get(key)
+        except TypeError:  # an unhashable argument (a list, say): _signature says why it runs as MLX
+            warm = key = None
+        if warm is not None:
             (sig, plan), setup, first = warm, {}, None
         else:
             sig = _signature(args, kwargs)
             if isinstance(sig, str):
-                out = self.fn(*args, **kwargs)
-                self._note(start, (), Plan((), None, "array", sig), {}, memory=False)
-                return out
+                return self._eager(start, (), sig, args, kwargs)
             plan, setup, first = self._plans.get(sig), {}, None
+            constants = tuple(e for e in sig if e[0] is None)
+            if plan is None and constants and constants not in self._specialized:
+                if len(self._specialized) >= SPECIALIZATIONS:
+                    return self._eager(start, sig, f"compiled for {SPECIALIZATIONS} sets of its Python arguments "
+                                       "already: others run as MLX (pass a value that changes as an mx.array)",
+                                       args, kwargs)
+                self._specialized.add(constants)
         if plan is None:
-            first = self.fn(*args)  # lazy in MLX: costs graph building only, unless it is returned
+            first = self.fn(*args, **kwargs)  # lazy in MLX: costs graph building only, unless it is returned
+            binding = Binding.of(args, kwargs, array)
             try:
-                plan, setup = self._prepare(args, _structure(first))
+                plan, setup = self._prepare(binding, [args[i] for i in binding.arrays], _structure(first))
             except Exception as e:  # a bug of ours must not cost the user the call: eager, and say so
                 name = getattr(self.fn, "__name__", "fn")
                 warnings.warn(f"autoperfect.jit: compiling {name} failed ({type(e).__name__}: {e}); "
                               "it runs as eager MLX", RuntimeWarning, stacklevel=2)
                 plan = Plan((), None, _structure(first), f"the compiler failed: {type(e).__name__}: {e}")
+            plan.arrays = binding.arrays if binding.constants else None
             self._plans[sig] = plan
-            self._warm[key] = (sig, plan)  # every argument is an array here: the key holds them all
+            if key is not None:
+                self._warm[key] = (sig, plan)
             self._counts["setup_s"] += sum(setup.values())
         if plan.run is None:
-            out = first if first is not None else self.fn(*args)
+            out = first if first is not None else self.fn(*args, **kwargs)
         else:
             plan.times.clear()
+            arrays = args if plan.arrays is None else [args[i] for i in plan.arrays]
             try:
-                run = plan.transformed if self._tracing(args) else plan.run
-                out = _shaped(run(*args), plan.structure)
+                run = plan.transformed if self._tracing(arrays) else plan.run
+                out = _shaped(run(*arrays), plan.structure)
             except Exception as e:  # a kernel that fails now fails for good: this signature goes eager
-                out = self.fn(*args)
+                out = self.fn(*args, **kwargs)
                 if _placeholders(e):  # but a kernel run at once can't take a transformation's arrays
                     why = f"a kernel run at once (ctypes) can't take the arrays of a transformation ({e})"
                     self._note(start, sig, Plan((), None, plan.structure, why), setup, memory=False)
@@ -532,9 +611,16 @@ class Jit:
         self._note(start, sig, plan, setup, memory=first is None)
         return out
 
+    def _eager(self, start: float, sig: tuple, why: str, args: tuple, kwargs: dict):
+        """The call as eager MLX, its trace saying why; nothing planned."""
+        out = self.fn(*args, **kwargs)
+        self._note(start, sig, Plan((), None, "array", why), {}, memory=False)
+        return out
+
     # -- planning ----------------------------------------------------------------------------------
 
-    def _prepare(self, args: tuple, structure: str) -> tuple[Plan, dict]:
+    def _prepare(self, binding: Binding, args: list, structure: str) -> tuple[Plan, dict]:
+        """The plan for a call's arrays `args`, its Python arguments as `binding` places them."""
         setup: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -544,10 +630,10 @@ class Jit:
             setup[name] = setup.get(name, 0.0) + now - clock
             clock = now
 
-        names = _names(self.fn, len(args))
-        inputs = [(n, tuple(a.shape), from_mlx(a.dtype)) for n, a in zip(names, args)]
+        names = _names(self.fn, len(args) + sum(isinstance(k, int) for k in binding.constants))
+        inputs = [(names[i], tuple(a.shape), from_mlx(a.dtype)) for i, a in zip(binding.arrays, args)]
         try:
-            f = front_of(trace(self.fn, inputs))
+            f = front_of(trace(self.fn, inputs, constants=binding.constants))
         except Exception as e:  # anything the compiler can't take runs as MLX; the trace says why
             lap("trace")
             return Plan((), None, structure, f"not compiled: {type(e).__name__}: {e}"), setup
@@ -562,7 +648,7 @@ class Jit:
         lap("lookup")
         todo = [k for name, k in kernels.items() if name not in found]
         if todo and self.allow_compile:
-            graphs = [f.traced] + self._alternate(f.traced)
+            graphs = [f.traced] + self._alternate(f.traced, binding)
             lap("trace")
             for k in todo:
                 entry, why[k.name] = self._compile(k, f, graphs, args, lap)
@@ -570,13 +656,13 @@ class Jit:
                     found[k.name] = (entry, "compiled")
         for k in todo:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
-        plan = self._plan(f, found, why, structure)
+        plan = self._plan(f, found, why, structure, binding.function(self.fn))
         if self.race and plan.run is not None:
-            self._race(plan, f.traced, args)
+            self._race(plan, f.traced, args, binding.function(self.fn))
             lap("race")
         return plan, setup
 
-    def _race(self, plan: Plan, traced: Graph, args: tuple) -> None:
+    def _race(self, plan: Plan, traced: Graph, args: list, fn: Callable) -> None:
         """The plan's kernels against the function itself (MLX's own ops) on the call's arrays, timed
         as the backend times variants (`timing`). Where MLX is faster, its interval clear of 1, the
         signature runs as MLX and its trace says by how much: a kernel that is verified but slower
@@ -593,7 +679,7 @@ class Jit:
         if recorded is not None and not recorded["mlx_runs"]:
             plan.race = {**recorded, "recorded": True}
         else:
-            plan.race = {**self._timed_race(plan, args), **({"again": True} if recorded is not None else {})}
+            plan.race = {**self._timed_race(plan, args, fn), **({"again": True} if recorded is not None else {})}
             self.cache.store_race(self.backend, digest, plan.race)
         if plan.race["mlx_runs"]:
             r = plan.race
@@ -601,12 +687,12 @@ class Jit:
             plan.to_mlx(f"MLX's own ops were faster at these shapes: {r['mlx_s'] * 1e6:.1f} us a call against "
                         f"the kernels' {r['kernels_s'] * 1e6:.1f} us ({r['median']:.2f}x [{lo:.2f}, {hi:.2f}])")
 
-    def _timed_race(self, plan: Plan, args: tuple) -> dict:
+    def _timed_race(self, plan: Plan, args: list, fn: Callable) -> dict:
         rounds, queued = timing(backends.get(self.backend))
         arrays = _timing_arrays(args)
         seed = seed_for(getattr(self.fn, "__name__", "fn"), "race")
         calls = {"kernels": contenders.pipelined(plan.run, arrays, queued),
-                 "mlx": contenders.pipelined(self.fn, arrays, queued)}
+                 "mlx": contenders.pipelined(fn, arrays, queued)}
         first = {n: bench.time_burst(c, 1) for n, c in calls.items()}
         if first["mlx"] > CLEAR_LEAD * first["kernels"]:
             # decided by a first call each: a race MLX loses by that much it can't win (its first call
@@ -620,7 +706,7 @@ class Jit:
         return {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio,
                 "mlx_runs": ratio["ci95"][1] < 1}
 
-    def _alternate(self, traced: Graph) -> list[Graph]:
+    def _alternate(self, traced: Graph, binding: Binding) -> list[Graph]:
         """The traced graph at a small shape with the same structure: the first of judge.alt_shapes
         that stays small (a quick gate), if the function traces there."""
         spec = spec_of(traced)
@@ -629,7 +715,8 @@ class Jit:
         if not small:
             return []
         try:
-            return [trace(self.fn, [(i.name, small[0][i.name], i.dtype) for i in spec.inputs], traced.name)]
+            return [trace(self.fn, [(i.name, small[0][i.name], i.dtype) for i in spec.inputs], traced.name,
+                          binding.constants)]
         except Exception:  # the function may trace at some shapes only; the call's shapes still count
             return []
 
@@ -726,7 +813,7 @@ class Jit:
                        f"kernels' timings", {"model": {f: getattr(model, f) for f in ("kernels", "launches", "timings")},
                                              **({"unseen": unseen} if unseen else {})})
 
-    def _plan(self, f: Front, found: dict, why: dict, structure: str) -> Plan:
+    def _plan(self, f: Front, found: dict, why: dict, structure: str, fn: Callable) -> Plan:
         be = backends.get(self.backend)
         usable = {name for name, (entry, _) in found.items() if entry.passed}
         plan = Plan((), None, structure)
@@ -750,7 +837,7 @@ class Jit:
             # host time says nothing of the kernel, and timing it costs a warm call a layer of Python
             plan.run = program(only(f, usable), {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes"
                                                  else kern for name, kern in loaded.items()})
-            plan.transformed = transformable(plan.run, self.fn)
+            plan.transformed = transformable(plan.run, fn)
         else:
             plan.eager = "no region has a verified kernel"
         return plan
@@ -788,8 +875,7 @@ class Jit:
 
     def stats(self) -> dict:
         """Totals over every call so far, and per signature the regions' plan (which kernel, or why not)."""
-        def name(sig) -> str:
-            return ", ".join(f"{d}{list(s)}" for s, d in sig)
+        name = _described
         plans = {name(sig): [r.describe().splitlines()[0] for r in p.regions] or [f"eager MLX: {p.eager}"]
                  for sig, p in self._plans.items()}
         return {**self._counts, "kernel_sources": dict(self._sources), "signatures": len(self._plans),

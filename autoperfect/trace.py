@@ -592,18 +592,27 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
     return bound
 
 
-def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: str | None = None) -> Graph:
-    """Run `fn` on tracer values for `inputs` (name, shape, dtype) and return its GraphIR."""
+def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: str | None = None,
+          constants: dict[int | str, Any] | None = None) -> Graph:
+    """Run `fn` on tracer values for `inputs` (name, shape, dtype) and return its GraphIR.
+
+    `constants` are arguments passed as they are, Python values the graph is specialized on: by
+    position (int; `inputs` fill the other positions in order) or by keyword (str)."""
     name = name or fn.__name__
     ctx = _Context(name)
-    args = []
+    tracers = []
     for index, (arg, shape, dtype) in enumerate(inputs):
         node = ctx.builder.add(Op.INPUT, dtypes.check(dtype), tuple(int(d) for d in shape), (),
                                {"name": arg, "index": index})
-        args.append(ctx.tracer(node))
+        tracers.append(ctx.tracer(node))
+    constants = constants or {}
+    fill = iter(tracers)
+    count = len(tracers) + sum(isinstance(k, int) for k in constants)
+    args = [constants[i] if i in constants else next(fill) for i in range(count)]
+    keywords = {k: v for k, v in constants.items() if isinstance(k, str)}
     traced = bind_mx(fn, ctx.ns)
     try:
-        result = traced(*args)
+        result = traced(*args, **keywords)
     except TraceError:
         raise
     except Exception as e:  # the user's code failed on tracer values

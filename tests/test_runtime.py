@@ -367,10 +367,52 @@ def test_what_the_compiler_cannot_take_runs_eagerly_and_says_why(tmp_path):
     f = jit(ranks, cache_dir=tmp_path)
     assert np.array_equal(np.array(f(a, b)), np.array(ranks(a, b)))
     assert "mx.argsort is not supported" in f.last_trace.eager
+    def first_factor(x, factors):
+        return x * factors[0]
+
+    h = jit(first_factor, cache_dir=tmp_path)
+    assert np.array_equal(np.array(h(a, [2.0])), np.array(a * 2.0))
+    assert "argument 1 is a list, not an MLX array or a Python number" in h.last_trace.eager
     g = jit(swish_shift, cache_dir=tmp_path)
-    assert np.array_equal(np.array(g(a, 2.0)), np.array(swish_shift(a, 2.0)))
-    assert "argument 1 is a float" in g.last_trace.eager
-    assert g.stats()["eager_calls"] == 1 and entry_files(tmp_path) == []
+    assert_close(g(a, b=b), swish_shift(a, b=b))
+    assert "keyword argument b is a array: arrays are taken by position" in g.last_trace.eager
+    assert h.stats()["eager_calls"] == g.stats()["eager_calls"] == 1 and entry_files(tmp_path) == []
+
+
+def test_python_arguments_are_compiled_into_the_kernel_one_plan_per_value(tmp_path, monkeypatch):
+    """As under mx.compile, a Python number, string, None or tuple argument (by position or keyword)
+    is a constant of the traced function: each value gets its plan and kernel, the same value finds
+    it again warm, 0.0 and -0.0 (or 1, 1.0 and True) are different values; past SPECIALIZATIONS sets
+    of values a new one runs as MLX and says so, while those planned keep their kernels."""
+    def scaled(x, b, k, axis=-1, shift=None):
+        y = mx.sum(x + b, axis=axis, keepdims=True)
+        return x * k, (y if shift is None else y - shift)
+
+    x, b = arrays("python arguments", (6, 40), (40,))
+    monkeypatch.setattr(runtime, "SPECIALIZATIONS", 3)
+    f = jit(scaled, cache_dir=tmp_path)
+    calls = [((x, b, 0.5), {}), ((x, b, 0.5), {}), ((x, b, -0.0), {"axis": 0}), ((x, b, 0.0), {"axis": 0}),
+             ((x, b, 0.5), {}), ((x, b, 2), {"shift": 1.5})]
+    seen = []
+    for args, kwargs in calls:
+        got, want = f(*args, **kwargs), scaled(*args, **kwargs)
+        assert np.array_equal(np.array(got[0]), np.array(want[0])), (args[2:], kwargs)
+        assert np.array_equal(np.signbit(np.array(got[0])), np.signbit(np.array(want[0])))
+        assert_close(got[1], want[1])
+        trace = f.last_trace
+        seen.append((trace.eager, [r.cache for r in trace.kernels], [r.runs for r in trace.kernels]))
+    # (x * k and the sum: two kernels a plan; the sum over axis 0 is the same kernel for -0.0 and 0.0)
+    assert [sorted(s[1]) for s in seen[:5]] == [["compiled"] * 2, ["memory"] * 2, ["compiled"] * 2,
+                                                ["compiled", "disk"], ["memory"] * 2]
+    assert len({name for s in seen[:4] for name in s[2]}) == 5, "-0.0 and 0.0 are two kernels of x * k"
+    assert "compiled for 3 sets of its Python arguments already" in seen[5][0]
+    assert "float32[6, 40], float32[40], 2, shift=1.5" in f.last_trace.describe()
+    assert f.stats()["signatures"] == 3 and f.stats()["eager_calls"] == 1
+    # a derivative through a plan with Python arguments: MLX's own of the function, those put back
+    def loss(h):
+        return lambda x, b: mx.sum(h(x, b, 0.5)[0] * h(x, b, 0.5)[1])
+    assert_close(mx.grad(loss(f), argnums=(0, 1))(x, b), mx.grad(loss(scaled), argnums=(0, 1))(x, b))
+    assert f.last_trace.kernels and not f.last_trace.eager
 
 
 def test_a_region_is_timed_only_where_its_kernel_runs_at_once(tmp_path, monkeypatch):

@@ -141,12 +141,14 @@ def test_editing_one_op_reruns_only_that_op(ran, tmp_path):
     assert "op=scale_add" not in proc.stdout
 
 
-@pytest.mark.parametrize("bad, field", [
-    ("      x: {shape: [64, 33], dtype: float64}", "inputs.x.dtype"),
-    ("      x: {shape: [64, -1]}", "inputs.x.shape"),
+@pytest.mark.parametrize("good, bad, field", [
+    ("      x: {shape: [64, 33]}", "      x: {shape: [64, 33], dtype: float64}", "inputs.x.dtype"),
+    ("      x: {shape: [64, 33]}", "      x: {shape: [64, -1]}", "inputs.x.shape"),
+    ("    inputs:\n      x: {shape: [64, 33]}", "    input:\n      x: {shape: [64, 33]}", "field 'input': unknown key"),
 ])
-def test_bad_spec_stops_naming_op_and_field(ran, tmp_path, bad, field):
-    config = TINY.replace("      x: {shape: [64, 33]}", bad)
+def test_bad_spec_stops_naming_op_and_field(ran, tmp_path, good, bad, field):
+    config = TINY.replace(good, bad, 1)
+    assert config != TINY
     work = fork(ran, tmp_path, config)
     before = {p: p.stat().st_mtime_ns for p in (work / "results/rms").rglob("*") if p.is_file()}
     proc = snakemake(work, "all")

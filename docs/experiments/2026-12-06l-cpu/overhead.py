@@ -53,27 +53,32 @@ def whole_us(calls: dict, args, rounds=41) -> dict:
     return {name: float(np.median(ts)) * 1e6 for name, ts in times.items()}
 
 
-cache = tempfile.mkdtemp()
-rng = np.random.default_rng(0)
-for shape in ((64, 256), (4096, 1024)):
-    x = mx.array(rng.standard_normal(shape).astype(np.float32))
-    w = mx.array(rng.standard_normal(shape[-1:]).astype(np.float32))
-    mx.eval(x, w)
-    j = autoperfect.jit(rmsnorm, cache_dir=cache, race=False)
-    j(x, w)
-    print(f"rmsnorm {shape}: " + j.last_trace.describe().splitlines()[1].strip())
-    (sig, plan), = [v for k, v in j._warm.items() if k[0][0] == shape]
-    if shape == (64, 256):
-        k = autoperfect.jit(rmsnorm, cache_dir=cache, race=False)
-        k(x, w)
-        k._tracing = lambda args: False
-        us = host_us({"mlx eager": rmsnorm, "program": plan.run,
-                      "program, transformable": transformable(plan.run, rmsnorm),
-                      "any_tracer": lambda *a: j._tracing(a), "jit warm call": j, "jit, check skipped": k}, (x, w))
-        print("  host time a call, graph only: " + ", ".join(f"{k} {v:.2f} us" for k, v in us.items()))
-    else:
-        us = whole_us({"mlx eager": rmsnorm, "program": plan.run, "jit": j}, (x, w))
-        print("  whole calls: " + ", ".join(f"{k} {v:.0f} us" for k, v in us.items()))
-        vg = whole_us({"mlx value_and_grad": mx.value_and_grad(loss(rmsnorm), argnums=(0, 1)),
-                       "jit value_and_grad": mx.value_and_grad(loss(j), argnums=(0, 1))}, (x, w))
-        print("  a loss's value and gradients: " + ", ".join(f"{k} {v:.0f} us" for k, v in vg.items()))
+def main() -> None:
+    cache = tempfile.mkdtemp()
+    rng = np.random.default_rng(0)
+    for shape in ((64, 256), (4096, 1024)):
+        x = mx.array(rng.standard_normal(shape).astype(np.float32))
+        w = mx.array(rng.standard_normal(shape[-1:]).astype(np.float32))
+        mx.eval(x, w)
+        j = autoperfect.jit(rmsnorm, cache_dir=cache, race=False)
+        j(x, w)
+        print(f"rmsnorm {shape}: " + j.last_trace.describe().splitlines()[1].strip())
+        (sig, plan), = [v for k, v in j._warm.items() if k[0][0] == shape]
+        if shape == (64, 256):
+            k = autoperfect.jit(rmsnorm, cache_dir=cache, race=False)
+            k(x, w)
+            k._tracing = lambda args: False
+            us = host_us({"mlx eager": rmsnorm, "program": plan.run,
+                          "program, transformable": transformable(plan.run, rmsnorm),
+                          "any_tracer": lambda *a: j._tracing(a), "jit warm call": j, "jit, check skipped": k}, (x, w))
+            print("  host time a call, graph only: " + ", ".join(f"{k} {v:.2f} us" for k, v in us.items()))
+        else:
+            us = whole_us({"mlx eager": rmsnorm, "program": plan.run, "jit": j}, (x, w))
+            print("  whole calls: " + ", ".join(f"{k} {v:.0f} us" for k, v in us.items()))
+            vg = whole_us({"mlx value_and_grad": mx.value_and_grad(loss(rmsnorm), argnums=(0, 1)),
+                           "jit value_and_grad": mx.value_and_grad(loss(j), argnums=(0, 1))}, (x, w))
+            print("  a loss's value and gradients: " + ", ".join(f"{k} {v:.0f} us" for k, v in vg.items()))
+
+
+if __name__ == "__main__":
+    main()
