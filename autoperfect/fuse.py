@@ -398,6 +398,13 @@ class _Fuser:
                 why[gi] = f"fan-in: both sides iterate {list(home.domain)}"
             else:
                 why.setdefault(gi, problem)
+        if home.axis is not None:  # a prologue whose every user is in the permuted loop now joins it
+            for b in sources.values():
+                if self.home[b] != home.index and self.pull(home, b):
+                    why[origin[b]] = "same region (a prologue of the permuted loop: all its users are in it)"
+                    for u in self.users[b]:
+                        if u != n.id:
+                            self.decide(b, u, True, why[origin[b]])
         for s, b in sources.items():
             fused = self.home[b] == home.index and (b == s or self.alias(s, home))
             reason = why.get(origin[b], "same region")

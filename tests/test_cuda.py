@@ -15,6 +15,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+import autoperfect
 from autoperfect import artifacts, backends, gpu_bench, judge, native, stages
 from autoperfect.backends import cfamily, cpu, cuda
 from autoperfect.kernel_ir import execute
@@ -287,6 +288,8 @@ PERMUTED = {  # per-element math after a reduction over a leading or middle axis
     "softmax0": ("def softmax0(x):\n    return mx.softmax(x, axis=0)\n", {"x": [37, 5]}),
     "instance_norm": ("def instance_norm(x):\n    m = mx.mean(x, axis=1, keepdims=True)\n"
                       "    return (x - m) * mx.rsqrt(mx.var(x, axis=1, keepdims=True) + 1e-5)\n", {"x": [2, 9, 6]}),
+    # a prologue feeding two passes of the loop (the max and the exp)
+    "softmax0_scaled": ("def softmax0_scaled(x, w):\n    return mx.softmax(x * w, axis=0)\n", {"x": [37, 5], "w": [5]}),
 }
 
 
@@ -506,6 +509,32 @@ def test_our_primitive_runs_the_instance_as_mlx_s_precompiled_kernel_does(name, 
     for kernel in (ours, theirs):
         with pytest.raises(ValueError, match=r": input 0 is float32 \[1[,\]].*made for float32"):
             program(f, {k.name: kernel})(*[x[:1] for x in xs])
+
+
+@pytest.mark.skipif(not cuda.available() or cuda.nvcc() is None, reason=NO_GPU + " with nvcc")
+def test_the_cuda_primitive_batches_under_vmap_and_jit_differentiates_through_it(cuda_ext, tmp_path):
+    """mx.vmap of a program on our CUDA primitive: one launch per example (FixedLaunch::vmap), at a
+    leading and a middle batch axis; autoperfect.jit on the cuda backend under mx.grad and mx.vmap."""
+    spec = small("rmsnorm")
+    f = front(spec)
+    (k,) = f.kernels
+    run = program(f, {k.name: cuda.Kernel(k, cuda.build(cuda.render(k, cuda.schedules_for(k)[0]), tmp_path).library)})
+    x, w = (mx.random.normal(i.shape, key=mx.random.key(seed_for("vmap", i.name))) for i in spec.inputs)
+    xs = mx.stack([x, 2 * x, x - 1])
+    want = mx.stack([run(x, w), run(2 * x, w), run(x - 1, w)])
+    assert mx.array_equal(mx.vmap(run, in_axes=(0, None))(xs, w), want).item()
+    assert mx.array_equal(mx.vmap(run, in_axes=(1, None))(mx.swapaxes(xs, 0, 1), w), want).item()
+    fn = spec.function()
+    jitted = autoperfect.jit(fn, backend="cuda", cache_dir=str(tmp_path / "cache"), race=False)
+    jitted(x, w)
+    assert jitted.last_trace.kernels, jitted.last_trace.describe()
+
+    def loss(h):
+        return lambda x, w: mx.sum(h(x, w) * mx.cos(x))
+    for got, exp in zip(mx.grad(loss(jitted), argnums=(0, 1))(x, w), mx.grad(loss(fn), argnums=(0, 1))(x, w)):
+        assert mx.allclose(got, exp, atol=1e-4, rtol=1e-4).item()
+    assert mx.allclose(mx.vmap(jitted, in_axes=(0, None))(xs, w), mx.vmap(fn, in_axes=(0, None))(xs, w),
+                       atol=1e-4, rtol=1e-4).item()
 
 
 @pytest.mark.skipif(cuda.nvcc() is None, reason=NO_NVCC + " (nor the CUDA primitive)")

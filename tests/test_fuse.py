@@ -169,8 +169,17 @@ def reduce_axis0_feeds_back(x):
     return a * mx.sum(a, axis=0)
 
 
+def reduce_axis0_feeds_back_and_out(x):
+    a = mx.exp(x)
+    return a * mx.sum(a, axis=0), a
+
+
 def softmax_axis0(x):
     return mx.softmax(x, axis=0)
+
+
+def softmax_axis0_scaled(x, w):
+    return mx.softmax(x * w, axis=0)
 
 
 def batch_norm(x, w):
@@ -221,8 +230,11 @@ ADVERSARIAL = [
     (reduce_axis0, X, ["kernel"], []),  # the prologue x*2 feeds only the sum: pulled into its loop
     (reduce_axis0_input, X, ["kernel"], []),  # + 1 is per-row math on the column maxima
     # the product is per-element math of the sum's permuted loop, a second pass over the materialized exp
-    (reduce_axis0_feeds_back, X, ["kernel", "kernel"], [("exp", "sum", "used elsewhere"), ("exp", "mul", "cycle")]),
+    # a prologue of a permuted loop joins it once every user of it is there (exp computed in each pass)
+    (reduce_axis0_feeds_back, X, ["kernel"], []),
+    (reduce_axis0_feeds_back_and_out, X, ["kernel", "kernel"], [("exp", "sum", "used elsewhere"), ("exp", "mul", "cycle")]),
     (softmax_axis0, X, ["kernel"], []),  # max, exp, sum and divide: three passes of one permuted loop
+    (softmax_axis0_scaled, [("x", (3, 7)), ("w", (7,))], ["kernel"], []),  # x * w feeds the max and the exp
     (batch_norm, [("x", (3, 7)), ("w", (7,))], ["kernel"], []),  # statistics without keepdims read as with
     (reduce_axis0_then_last, X, ["kernel", "kernel"], [("sub", "sum", "loop runs along axis 0")]),
     (transpose_computed, X, ["kernel", "kernel"], [("mul", "add", "transpose")]),
@@ -334,7 +346,7 @@ def test_reduction_of_a_reduction_is_not_merged_into_its_region():
 
 
 def test_partition_is_deterministic():
-    g = canonical(reduce_axis0_feeds_back, X)
+    g = canonical(reduce_axis0_feeds_back_and_out, X)
     first, second = fuse.fuse(g).to_json(), fuse.fuse(g).to_json()
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
     assert first["graph_digest"] == g.digest()

@@ -53,13 +53,19 @@ def whole_us(calls: dict, args, rounds=41) -> dict:
     return {name: float(np.median(ts)) * 1e6 for name, ts in times.items()}
 
 
-def main() -> None:
-    cache = tempfile.mkdtemp()
-    rng = np.random.default_rng(0)
+def rows_and_weights(seed: int):
+    """(shape, x, w) at the two shapes timed: 64x256 (host time) and 4096x1024 (whole calls)."""
+    rng = np.random.default_rng(seed)
     for shape in ((64, 256), (4096, 1024)):
         x = mx.array(rng.standard_normal(shape).astype(np.float32))
         w = mx.array(rng.standard_normal(shape[-1:]).astype(np.float32))
         mx.eval(x, w)
+        yield shape, x, w
+
+
+def main() -> None:
+    cache = tempfile.mkdtemp()
+    for shape, x, w in rows_and_weights(0):
         j = autoperfect.jit(rmsnorm, cache_dir=cache, race=False)
         j(x, w)
         print(f"rmsnorm {shape}: " + j.last_trace.describe().splitlines()[1].strip())

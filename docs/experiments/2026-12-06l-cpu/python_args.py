@@ -6,10 +6,8 @@ function with eps written in (the all-array call). Run: python python_args.py (P
 import tempfile
 
 import mlx.core as mx
-import numpy as np
-
 import autoperfect
-from overhead import host_us, whole_us
+from overhead import host_us, rows_and_weights, whole_us
 
 
 def rms_norm(x, w, eps):
@@ -21,11 +19,7 @@ def rms_norm_fixed(x, w):
 
 
 cache = tempfile.mkdtemp()
-rng = np.random.default_rng(1)
-for shape in ((64, 256), (4096, 1024)):
-    x = mx.array(rng.standard_normal(shape).astype(np.float32))
-    w = mx.array(rng.standard_normal(shape[-1:]).astype(np.float32))
-    mx.eval(x, w)
+for shape, x, w in rows_and_weights(1):
     j = autoperfect.jit(rms_norm, cache_dir=cache, race=False)
     k = autoperfect.jit(rms_norm_fixed, cache_dir=cache, race=False)
     j(x, w, 1e-5)
