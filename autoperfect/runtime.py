@@ -11,6 +11,11 @@ judge is ever dispatched. The plan's kernels are then timed against the function
 the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a
 `CallTrace` (`f.last_trace`) saying which region ran which kernel, where it came from, how long it
 took, the user's source lines it computes, and why anything ran in MLX; `f.stats()` sums them up.
+
+A Python argument (a number, string, None or tuple of them) is a constant of the traced function, as
+under mx.compile: each value gets its plan (`Binding`, at most SPECIALIZATIONS sets of values). Under
+MLX's transformations the kernels keep computing the forward values and the function's own MLX ops
+give the derivatives (`transformable`); mx.vmap runs the kernels once per example.
 """
 
 from __future__ import annotations
