@@ -400,7 +400,7 @@ class _Fuser:
                 why.setdefault(gi, problem)
         if home.axis is not None:  # a prologue whose every user is in the permuted loop now joins it
             for b in sources.values():
-                if self.home[b] != home.index and self.pull(home, b):
+                if self.pull(home, b):  # (False for one already in it)
                     why[origin[b]] = "same region (a prologue of the permuted loop: all its users are in it)"
                     for u in self.users[b]:
                         if u != n.id:

@@ -47,7 +47,7 @@ from .graph import Graph
 from .ops import EXACT
 from .pipeline import Front, lower_all, program
 from .spec import InputSpec, OpSpec, seed_for
-from .trace import trace
+from .trace import trace, with_constants
 
 GATE_TIMEOUT_S = 300.0
 ALT_ELEMENTS = 1 << 16  # the quick gate's alternate shape stays this small
@@ -429,19 +429,22 @@ class Binding:
         constants = {i: a for i, a in enumerate(args) if type(a) is not array_type}
         return Binding(arrays, {**constants, **kwargs})
 
+    @property
+    def positional(self) -> int:
+        """How many arguments the call passed by position."""
+        return len(self.arrays) + sum(isinstance(k, int) for k in self.constants)
+
     def function(self, fn: Callable) -> Callable:
         """`fn` of the arrays alone, the Python arguments put back (MLX's side of a race, the
         derivatives): it keeps none of the caller's arrays."""
         if not self.constants:
             return fn
-        template = {i: v for i, v in self.constants.items() if isinstance(i, int)}
-        keywords = {k: v for k, v in self.constants.items() if isinstance(k, str)}
-        count = len(template) + len(self.arrays)
+        constants = self.constants
 
         @functools.wraps(fn)
         def bound(*arrays):
-            fill = iter(arrays)
-            return fn(*[template[i] if i in template else next(fill) for i in range(count)], **keywords)
+            args, keywords = with_constants(constants, arrays)
+            return fn(*args, **keywords)
         return bound
 
 
@@ -635,7 +638,7 @@ class Jit:
             setup[name] = setup.get(name, 0.0) + now - clock
             clock = now
 
-        names = _names(self.fn, len(args) + sum(isinstance(k, int) for k in binding.constants))
+        names = _names(self.fn, binding.positional)
         inputs = [(names[i], tuple(a.shape), from_mlx(a.dtype)) for i, a in zip(binding.arrays, args)]
         try:
             f = front_of(trace(self.fn, inputs, constants=binding.constants))
@@ -661,9 +664,10 @@ class Jit:
                     found[k.name] = (entry, "compiled")
         for k in todo:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
-        plan = self._plan(f, found, why, structure, binding.function(self.fn))
+        fn = binding.function(self.fn)  # MLX's side: the function of the arrays alone
+        plan = self._plan(f, found, why, structure, fn)
         if self.race and plan.run is not None:
-            self._race(plan, f.traced, args, binding.function(self.fn))
+            self._race(plan, f.traced, args, fn)
             lap("race")
         return plan, setup
 
@@ -880,11 +884,10 @@ class Jit:
 
     def stats(self) -> dict:
         """Totals over every call so far, and per signature the regions' plan (which kernel, or why not)."""
-        name = _described
-        plans = {name(sig): [r.describe().splitlines()[0] for r in p.regions] or [f"eager MLX: {p.eager}"]
+        plans = {_described(sig): [r.describe().splitlines()[0] for r in p.regions] or [f"eager MLX: {p.eager}"]
                  for sig, p in self._plans.items()}
         return {**self._counts, "kernel_sources": dict(self._sources), "signatures": len(self._plans),
-                "plans": plans, "races": {name(sig): p.race for sig, p in self._plans.items() if p.race}}
+                "plans": plans, "races": {_described(sig): p.race for sig, p in self._plans.items() if p.race}}
 
 
 def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str = "auto",

@@ -117,16 +117,21 @@ def _positive(s) -> bool:
 
 @dataclass(frozen=True)
 class _Launch:
-    """A timed launch as the fit takes it: its variants' features and log medians about their means."""
+    """A timed launch as the fit takes it: its variants' features, and their log medians about
+    their mean."""
     kernel: str
     names: tuple[str, ...]
-    x: np.ndarray
+    features: np.ndarray
     y: np.ndarray
-    raw: np.ndarray  # the features before centring
+
+    @property
+    def x(self) -> np.ndarray:
+        """The features about their means."""
+        return self.features - self.features.mean(axis=0)
 
 
 def _launches(backend: str, timed: Iterable[Timed]) -> list[_Launch]:
-    """Every launch with two or more of its variants timed, centred; each kernel's features are
+    """Every launch with two or more of its variants timed; each kernel's features are
     computed once however many launches it was timed at."""
     features, found = {}, []
     for t in timed:
@@ -138,7 +143,7 @@ def _launches(backend: str, timed: Iterable[Timed]) -> list[_Launch]:
             continue
         x = np.stack([rows[v] for v in known])
         y = np.log([t.median_s[v] for v in known])
-        found.append(_Launch(t.kernel.name, names, x - x.mean(axis=0), y - y.mean(), x))
+        found.append(_Launch(t.kernel.name, names, x, y - y.mean()))
     return found
 
 
@@ -155,7 +160,7 @@ def _fit(backend: str, launches: Sequence[_Launch], min_kernels: int = MIN_KERNE
         return None
     x, y = np.concatenate([g.x for g in used]), np.concatenate([g.y for g in used])
     w = np.linalg.solve(x.T @ x + RIDGE * np.eye(x.shape[1]), x.T @ y)
-    raw = np.concatenate([g.raw for g in used])
+    raw = np.concatenate([g.features for g in used])
     fixed = tuple((n, tuple(sorted(set(raw[:, i].tolist())))) for i, n in enumerate(used[0].names)
                   if not np.any(x[:, i] != 0))
     return Model(backend, used[0].names, tuple(float(v) for v in w), tuple(kernels), len(used), len(y), fixed)

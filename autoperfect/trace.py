@@ -592,6 +592,15 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
     return bound
 
 
+def with_constants(constants: dict[int | str, Any], values: Sequence) -> tuple[list, dict]:
+    """A call's positional and keyword arguments: `constants` by position (int) or keyword (str),
+    `values` in order at the positions they leave free."""
+    fill = iter(values)
+    count = len(values) + sum(isinstance(k, int) for k in constants)
+    return ([constants[i] if i in constants else next(fill) for i in range(count)],
+            {k: v for k, v in constants.items() if isinstance(k, str)})
+
+
 def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: str | None = None,
           constants: dict[int | str, Any] | None = None) -> Graph:
     """Run `fn` on tracer values for `inputs` (name, shape, dtype) and return its GraphIR.
@@ -605,11 +614,7 @@ def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: 
         node = ctx.builder.add(Op.INPUT, dtypes.check(dtype), tuple(int(d) for d in shape), (),
                                {"name": arg, "index": index})
         tracers.append(ctx.tracer(node))
-    constants = constants or {}
-    fill = iter(tracers)
-    count = len(tracers) + sum(isinstance(k, int) for k in constants)
-    args = [constants[i] if i in constants else next(fill) for i in range(count)]
-    keywords = {k: v for k, v in constants.items() if isinstance(k, str)}
+    args, keywords = with_constants(constants or {}, tracers)
     traced = bind_mx(fn, ctx.ns)
     try:
         result = traced(*args, **keywords)

@@ -49,16 +49,19 @@ class FixedLaunch;
 // What every call of one launch shares: its outputs' shapes and dtypes, and how to make the
 // primitive a call runs. Held by the Launcher and by each primitive it made (FixedLaunch::vmap
 // makes more calls of the same launch).
-struct Launch {
+struct Launch : std::enable_shared_from_this<Launch> {
   using Make = std::function<std::shared_ptr<FixedLaunch>(mlx::core::Stream)>;
+
+  Launch(std::vector<mlx::core::Shape> shapes, std::vector<mlx::core::Dtype> dtypes, Make make)
+      : shapes(std::move(shapes)), dtypes(std::move(dtypes)), make(std::move(make)) {}
 
   std::vector<mlx::core::Shape> shapes;
   std::vector<mlx::core::Dtype> dtypes;
   Make make;
 
-  // The outputs of one call on inputs of the launch's shapes and dtypes (checked by the caller).
-  std::vector<array> call(const std::shared_ptr<const Launch>& self, const std::vector<array>& inputs,
-                          const mlx::core::Stream& s) const;
+  // The outputs of one call on inputs of the launch's shapes and dtypes (checked by the caller);
+  // its primitive holds this launch.
+  std::vector<array> call(const std::vector<array>& inputs, const mlx::core::Stream& s) const;
 };
 
 // A kernel whose launch is fixed when the op is made, under the kernel's name.
@@ -90,7 +93,7 @@ class FixedLaunch : public mlx::core::Primitive {
       }
     }
     if (batch < 0) {  // nothing batched: the call as it is
-      return {launch_->call(launch_, row_contiguous(inputs, stream()), stream()),
+      return {launch_->call(row_contiguous(inputs, stream()), stream()),
               std::vector<int>(launch_->shapes.size(), -1)};
     }
     std::vector<std::vector<array>> outs(launch_->shapes.size());
@@ -100,7 +103,7 @@ class FixedLaunch : public mlx::core::Primitive {
       for (size_t i = 0; i < inputs.size(); i++) {
         example.push_back(axes[i] < 0 ? inputs[i] : mlx::core::take(inputs[i], b, axes[i], stream()));
       }
-      auto out = launch_->call(launch_, row_contiguous(example, stream()), stream());
+      auto out = launch_->call(row_contiguous(example, stream()), stream());
       for (size_t o = 0; o < out.size(); o++) {
         outs[o].push_back(std::move(out[o]));
       }
@@ -126,12 +129,9 @@ class FixedLaunch : public mlx::core::Primitive {
   std::shared_ptr<const Launch> launch_;
 };
 
-inline std::vector<array> Launch::call(
-    const std::shared_ptr<const Launch>& self,
-    const std::vector<array>& inputs,
-    const mlx::core::Stream& s) const {
+inline std::vector<array> Launch::call(const std::vector<array>& inputs, const mlx::core::Stream& s) const {
   auto primitive = make(s);
-  primitive->set_launch(self);
+  primitive->set_launch(shared_from_this());
   return array::make_arrays(shapes, dtypes, std::move(primitive), inputs);
 }
 
@@ -212,8 +212,8 @@ class Launcher {
         device_(device),
         in_shapes_(shapes_of(name_, "input", in_shapes, in_dtypes)),
         in_dtypes_(std::move(in_dtypes)),
-        launch_(std::make_shared<const Launch>(Launch{
-            shapes_of(name_, "output", out_shapes, out_dtypes), std::move(out_dtypes), std::move(make)})) {
+        launch_(std::make_shared<const Launch>(
+            shapes_of(name_, "output", out_shapes, out_dtypes), std::move(out_dtypes), std::move(make))) {
     if (launch_->shapes.empty()) {
       throw std::invalid_argument(name_ + ": a kernel launch needs an output");
     }
@@ -235,7 +235,7 @@ class Launcher {
       }
     }
     mlx::core::Stream s = mlx::core::to_stream({}, device_);
-    return launch_->call(launch_, row_contiguous(inputs, s), s);
+    return launch_->call(row_contiguous(inputs, s), s);
   }
 
   const std::string& name() const {

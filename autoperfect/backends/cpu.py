@@ -50,6 +50,7 @@ MATH_SCHEDULES = (Schedule("libm", compensate=COMPENSATE_FROM),
 # Our own functions where they are all the kernel calls (vmath.c), in vector form
 OWN_MATH_SCHEDULE = Schedule("apmath", own_math=True, compensate=COMPENSATE_FROM)
 VMATH = Path(__file__).with_name("vmath.c")
+ROWS = Schedule("rows", compensate=COMPENSATE_FROM)  # a row kernel's plain variant
 COLUMN_LANES = (16, 64)
 
 
@@ -102,9 +103,9 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
     final pass in the next row's first pass. Where the kernel computes 0.5 * x * (1 + tanh(y))
     (GELU's tanh form) the `_stream` twins of ours have `_sigmoid` twins (`sigmoid_twins`)."""
     functions = CpuRenderer(kernel, Schedule()).calls(VECTOR_MATH, common=True)
-    ours = bool(functions) and functions <= OWN_MATH.keys() and vmath_object() is not None
+    own_math = bool(functions) and functions <= OWN_MATH.keys() and vmath_object() is not None
     # what a column variant computes with: our functions in vector form, else libmvec's, else plain rows
-    columns = OWN_MATH_SCHEDULE if ours else MATH_SCHEDULES[1] if functions else Schedule("rows", compensate=COMPENSATE_FROM)
+    columns = OWN_MATH_SCHEDULE if own_math else MATH_SCHEDULES[1] if functions else ROWS
     if kernel.loop:  # per-element outputs across a permuted loop: plain rows or columns (render_columns)
         return (columns,) + column_twins(kernel, columns)
     if functions:
@@ -116,7 +117,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
             found += (stashed, wide(stashed)) if kept.arg is not None else ()
             if not any(kernel.body[i].op in ULP_BOUND for i in kept.final_elem if i != kept.value):
                 found += (scratch(stashed),)
-        if ours:
+        if own_math:
             if kept:
                 ours = scratch(replace(OWN_MATH_SCHEDULE, name="apmath_stash", stash=True))
                 inlined = (replace(ours, name="apmath_scratch_avx512", vectors=True),) if avx512() else ()
@@ -128,7 +129,7 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
         found = SCHEDULES + ((streamed,) if CpuRenderer(kernel, streamed).streams() else ())
         found += (replace(wide(SCHEDULES[0]), vectors=in_registers(kernel)),)
     else:
-        rows = Schedule("rows", compensate=COMPENSATE_FROM)
+        rows = ROWS
         vec = in_registers(kernel)
         widened = replace(wide(rows), vectors=vec)
         found = (rows, replace(rows, name="rows_split", split=SPLIT, reciprocal=True, vectors=vec), widened)
