@@ -1512,6 +1512,11 @@ def test_column_variants_are_offered_where_a_row_kernel_reduces_a_strided_axis_a
             assert [s.columns for s in found] == list(cpu.COLUMN_LANES), (name, k.pretty())
             source = BE.render(k, found[0])
             assert "for (int64_t l = 0; l < 16; l++)" in source and static.check(source, "cpu", k.name).passed
+    # a variance's two passes in one where its columns are long enough for the shifted sums to vouch
+    for rows, found in ((cfamily.shifted_columns_from(cfamily.SHIFT_BLOCK) - 1, False), (500, True)):
+        (k,) = column_kernels("var0", [rows, 40])[1]
+        shifted = [s.columns for s in cpu.schedules_for(k) if s.onepass and s.columns]
+        assert shifted == (list(cpu.COLUMN_LANES) if found else []), rows
     for fn in ("def f(x):\n    return mx.max(x, axis=-1)\n", "def f(x):\n    return mx.exp(x) + 1\n",
                "def f(x):\n    return mx.softmax(x, axis=-1)\n"):
         k = kernel_of(spec_of("f", fn, x={"shape": [64, 40], "dtype": "float32"}))
@@ -1583,6 +1588,86 @@ def test_column_variants_pass_the_judge(name, shape, dtype, tmp_path, monkeypatc
         libraries = {k.name: library(k, chosen[k.name], tmp_path) for k in kernels}
         verdict = judge_candidates(spec, "cpu", libraries, Settings(), None)
         assert verdict["passed"], (w, verdict["reason"])
+
+
+def column_var(x: np.ndarray, schedule: Schedule, tmp_path) -> np.ndarray:
+    """The variance over axis 0 of x (rows of it down the columns) under a column variant."""
+    (k,) = column_kernels("var0", [500, 70])[1]
+    return run_at(k, schedule, x, (1, x.shape[1]), (x.shape[1], x.shape[0]), tmp_path)
+
+
+def column_twin(shifted_: bool, width: int) -> Schedule:
+    (k,) = column_kernels("var0", [500, 70])[1]
+    (found,) = [s for s in cpu.schedules_for(k) if s.columns == width and s.onepass == shifted_]
+    return found
+
+
+def test_the_shortest_shifted_column_follows_from_the_error_analysis():
+    assert cfamily.shifted_columns_from(cfamily.SHIFT_BLOCK) == 443
+    for block in (8, 16, 64, 512):
+        n = cfamily.shifted_columns_from(block)
+        assert 6 * (n / block + block) + 17 <= n and 6 * ((n - 1) / block + block) + 17 > n - 1
+    # a compensated lane's blocks hold more rows than SHIFT_BLOCK: its sums are still SHIFT_BLOCK's
+    assert cfamily.shifted_columns_from(COMPENSATED_BLOCK) <= cpu.COMPENSATE_FROM
+    with pytest.raises(ValueError, match="more than 6"):
+        cfamily.shifted_columns_from(6)
+
+
+@pytest.mark.parametrize("n", [cfamily.shifted_columns_from(cfamily.SHIFT_BLOCK), 1000, 2 * cpu.COMPENSATE_FROM + 37])
+def test_a_shifted_column_spread_is_within_its_error_bound(n, tmp_path):
+    """Columns centred at 0, far from 0 (mean 1e4, spread 1) and of mixed scales, 70 of them (a
+    full block of 64 and a tail): the variance within (6g + 19u) of float64's (g the blocked sums'
+    bound, shifted_columns_from), the variants of both widths alike, and the mean's pass and the
+    rest of the kernel the two-pass twin's (its variance within the bound too)."""
+    rng = np.random.default_rng(seed_for("shifted columns", str(n)))
+    x = rng.standard_normal((n, 70))
+    x[:, 20:40] += 1e4
+    x[:, 40:] *= np.exp(rng.uniform(-20, 20, (1, 30)))
+    x = x.astype(np.float32)
+    exact = x.astype(np.float64).var(axis=0)
+    g = (cfamily.SHIFT_BLOCK + n / cfamily.SHIFT_BLOCK) * U
+    got = [column_var(x, column_twin(True, w), tmp_path) for w in cpu.COLUMN_LANES]
+    assert np.array_equal(got[0], got[1])
+    assert np.all(np.abs(got[0] - exact) <= (6 * g + 19 * U) * exact)
+    plain = column_var(x, column_twin(False, 64), tmp_path)
+    assert not np.array_equal(got[0], plain)  # the shifted sums gave these
+
+
+def test_columns_the_shifted_sums_cannot_vouch_for_are_summed_again_as_the_two_pass_twin_does(tmp_path):
+    """A first few values far from the mean, NaN, inf, overflow, in some lanes of a block whose
+    other lanes the shifted sums vouch for, and columns shorter than shifted_columns_from: those
+    lanes bit for bit the two-pass twin's, NaN where it has NaN; the others within the bound."""
+    n = 1024
+    x = np.random.default_rng(seed_for("shifted columns fallback")).standard_normal((n, 70)).astype(np.float32)
+    x[:16, 0] = 1e6        # the shift sits a thousand spreads from the mean
+    x[5, 1] = np.nan
+    x[600, 2] = np.inf
+    x[:16, 3] = np.inf
+    x[0, 4], x[900, 4] = np.inf, -np.inf
+    x[:, 66] = 3e19        # squares past float32's range (in the tail block)
+    x[1::2, 66] = -3e19
+    redo = [0, 1, 2, 3, 4, 66]
+    for w in cpu.COLUMN_LANES:
+        got, want = column_var(x, column_twin(True, w), tmp_path), column_var(x, column_twin(False, w), tmp_path)
+        assert np.array_equal(got[redo], want[redo], equal_nan=True), w
+        assert np.isnan(got[1:5]).all()
+        exact = x.astype(np.float64).var(axis=0)
+        g = (cfamily.SHIFT_BLOCK + n / cfamily.SHIFT_BLOCK) * U
+        rest = np.setdiff1d(np.arange(70), redo)
+        assert np.all(np.abs(got[rest] - exact[rest]) <= (6 * g + 19 * U) * exact[rest])
+        short = np.ascontiguousarray(x[: cfamily.shifted_columns_from(cfamily.SHIFT_BLOCK) - 1])
+        assert np.array_equal(column_var(short, column_twin(True, w), tmp_path),
+                              column_var(short, column_twin(False, w), tmp_path), equal_nan=True)
+
+
+@pytest.mark.parametrize("name,shape", [("var0", [4100, 37]), ("batch_norm", [1000, 70]),
+                                        ("instance_norm", [2, 600, 20])])
+def test_shifted_column_variants_pass_the_judge(name, shape, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec, (k,) = column_kernels(name, shape)
+    for schedule in [s for s in cpu.schedules_for(k) if s.onepass and s.columns]:
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(), None)
+        assert verdict["passed"], (schedule.name, verdict["reason"])
 
 
 def test_a_permuted_loop_is_one_kernel_writing_its_outputs_in_the_arrays_order_on_every_path(tmp_path):

@@ -293,7 +293,22 @@ def shifted_from(split: int) -> int:
     its mean, bit for bit the two-pass kernel. The mean itself is the two-pass kernel's."""
     if split <= 6:
         raise ValueError(f"a shifted spread needs more than 6 partial results, not {split}")
-    return math.ceil((12 * split + 17) / (1 - 6 / split))
+    return _trusted_from(split, 2 * split)
+
+
+def shifted_columns_from(block: int) -> int:
+    """shifted_from for a column variant's lane (CRenderer.column_block), which sums d and d^2 in
+    order over blocks of `block` rows and adds the blocks' totals in order: g = (block + n/block)*u,
+    so the shifted sums are trusted from n >= (6*block + 17) / (1 - 6/block) (443 rows of blocks of
+    SHIFT_BLOCK)."""
+    if block <= 6:
+        raise ValueError(f"a shifted spread needs blocks of more than 6 rows, not {block}")
+    return _trusted_from(block, block)
+
+
+def _trusted_from(per: int, fixed: int) -> int:
+    """The least n with 6*g + 17 <= n for a sum whose error bound is g = (n/per + fixed)*u."""
+    return math.ceil((6 * fixed + 17) / (1 - 6 / per))
 
 
 # Rows (elements) up to which row kernels prefetch the rows ahead (CRenderer.next_row).
@@ -307,6 +322,8 @@ PREFETCH_NEAR = 4096
 
 # Values whose mean is a shifted spread's shift K (CRenderer.shifted_sums).
 SHIFT_SAMPLE = 16
+# Rows a column variant's lane sums d and d^2 over before adding the block's totals (shifted_columns_from).
+SHIFT_BLOCK = 64
 # A shifted spread's tests (CRenderer.shifted_sums, shifted_spread): the sample's rows taken as
 # centred (K = 0), and the shifted sums trusted beside the row length's (shifted_from).
 CENTRED_TEST = "5.0f * (float)ap_jk * ap_k * ap_k <= ap_e"
@@ -396,7 +413,7 @@ class Schedule:
     reciprocal: bool = False  # x / r with r a per-row value as x * (1 / r): one more rounding, never in exact kernels
     prefetch: int = 0         # row kernels prefetch this many bytes of rows ahead (CRenderer.render_row says where, ahead_rows how far); 0: none
     contract: bool = False    # a*b+c as one FMA (one rounding instead of two): never in exact kernels
-    onepass: bool = False     # with split: a mean and the squares about it summed in one pass (shifted_from)
+    onepass: bool = False     # with split or columns: a mean and the squares about it summed in one pass (shifted_from, shifted_columns_from)
     own_math: bool = False    # our functions (OWN_MATH, backends/vmath.c) for libm's, in vector form
     vectors: bool = False     # AVX-512 vectors, our functions inlined: a split loop's whole groups (CRenderer.vector_groups), an elementwise kernel's streamed chunks (vector_chunk)
     piped: bool = False       # streaming row kernels: a row's final pass run in the next row's first pass (CRenderer.pipes)
@@ -1372,8 +1389,11 @@ class CRenderer(CFamily):
     def column_block(self, indent: str, p, count: str, elem: list[int], kept: list[int],
                      stored: dict[int, list[int]]) -> list[str]:
         """One block's passes (render_columns), `count` of its lanes in use; `stored`: the row
-        stores by the level of their value."""
+        stores by the level of their value. With `onepass`, a pass that only sums the squares about
+        the previous pass's mean runs only where some lane's shifted sums cannot vouch for its
+        spread (column_shift, column_trust); the other lanes take the spread from them."""
         k, w, lines = self.k, self.s.columns, []
+        sh = shifted(k, p) if self.s.onepass else None
         before = [i for i in p.row_before if k.body[i].op is not Op.CONST] + stored.get(0, [])  # constants: render_columns
         if before:
             lines += self.lanes(indent, count, elem, kept, before)
@@ -1388,23 +1408,36 @@ class CRenderer(CFamily):
             lines += self.lanes(indent, count, elem, kept, first=reset)
             step = [self.accumulate(r, f"ap_a{r}[l]", self.name(k.body[r].srcs[0]), f"ap_n{r}[l]")
                     for r in rp.reduces]
+            mean_pass, spread_pass = sh is not None and n == sh.first + 1, sh is not None and n == sh.first + 2
+            if mean_pass:
+                lines += self.column_shift(indent, sh, count, elem, kept)
+
+            def rows(ind: str, lo: str, hi: str) -> list[str]:
+                if mean_pass:
+                    return self.shifted_rows(ind, sh, list(rp.elem), step, lo, hi, count, elem, kept)
+                return [f"{ind}for (int64_t j = {lo}; j < {hi}; j++) {{",
+                        *self.lanes(ind + "  ", count, elem, kept, list(rp.elem), then=step), f"{ind}}}"]
+
+            at = indent + "  " if spread_pass else indent
             if sums:  # blocks of the row, their totals added compensated lane by lane (reduce_loop's)
-                inner = indent + "  "
+                inner = at + "  "
                 add = [line for r in sums for line in neumaier_add(f"ap_t{r}[l]", f"ap_k{r}[l]", f"ap_a{r}[l]", f"s{r}")]
-                lines += [f"{indent}for (int64_t jb = 0, B = {self.compensated_block()}; jb < N; jb += B) {{",
-                          f"{inner}const int64_t je = jb + B < N ? jb + B : N;",
-                          *self.lanes(inner, count, elem, kept, first=[f"ap_a{r}[l] = 0.0f;" for r in sums]),
-                          f"{inner}for (int64_t j = jb; j < je; j++) {{",
-                          *self.lanes(inner + "  ", count, elem, kept, list(rp.elem), then=step),
-                          f"{inner}}}", *self.lanes(inner, count, elem, kept, first=add), f"{indent}}}"]
+                loop = [f"{at}for (int64_t jb = 0, B = {self.compensated_block()}; jb < N; jb += B) {{",
+                        f"{inner}const int64_t je = jb + B < N ? jb + B : N;",
+                        *self.lanes(inner, count, elem, kept, first=[f"ap_a{r}[l] = 0.0f;" for r in sums]),
+                        *rows(inner, "jb", "je"), *self.lanes(inner, count, elem, kept, first=add), f"{at}}}"]
             else:
-                lines += [f"{indent}for (int64_t j = 0; j < N; j++) {{",
-                          *self.lanes(indent + "  ", count, elem, kept, list(rp.elem), then=step), f"{indent}}}"]
+                loop = rows(at, "0", "N")
+            lines += [f"{indent}if (ap_redo) {{", *loop, f"{indent}}}"] if spread_pass else loop
+            if mean_pass:
+                lines += self.column_trust(indent, count, elem, kept)
             results = []
             for r in rp.reduces:
                 value = f"(ap_n{r}[l] ? NAN : ap_a{r}[l])" if r in flags else f"ap_a{r}[l]"
                 if r in sums:
                     value = f"({neumaier_total(f'ap_t{r}[l]', f'ap_k{r}[l]')})"
+                if spread_pass and r == sh.spread:
+                    value = f"(ap_ok[l] ? ap_cv[l] : {value})"
                 results.append(self.row_value(r, self.round(value, k.body[r].dtype), "float"))
             lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []),
                                 first=results, defined=rp.reduces)
@@ -1412,6 +1445,47 @@ class CRenderer(CFamily):
             lines += [f"{indent}for (int64_t j = 0; j < N; j++) {{",
                       *self.lanes(indent + "  ", count, elem, kept, list(p.final_elem)), f"{indent}}}"]
         return lines
+
+    def column_shift(self, indent: str, sh: Shifted, count: str, elem: list[int], kept: list[int]) -> list[str]:
+        """The lanes' shifts K before a shifted spread's mean pass (column_block): each lane's the mean
+        of its first SHIFT_SAMPLE values, as the rows path's (shifted_sums), summed in order; and the
+        lane arrays of its shifted sums."""
+        w, v = self.s.columns, self.name(sh.value)
+        return [f"{indent}float ap_ck[{w}], ap_c1[{w}], ap_c2[{w}], ap_b1[{w}], ap_b2[{w}], ap_cv[{w}];",
+                f"{indent}int ap_ok[{w}], ap_redo = 0;",
+                f"{indent}const int64_t ap_jk = N < {SHIFT_SAMPLE} ? N : {SHIFT_SAMPLE};",
+                *self.lanes(indent, count, elem, kept, first=["ap_ck[l] = 0.0f; ap_c1[l] = 0.0f; ap_c2[l] = 0.0f;"]),
+                f"{indent}for (int64_t j = 0; j < ap_jk; j++) {{",
+                *self.lanes(indent + "  ", count, elem, kept, list(cone(self.k, [sh.value])), then=[f"ap_ck[l] += {v};"]),
+                f"{indent}}}",
+                *self.lanes(indent, count, elem, kept, first=["if (ap_jk > 0) ap_ck[l] = ap_ck[l] / (float)ap_jk;"])]
+
+    def shifted_rows(self, indent: str, sh: Shifted, body: list[int], step: list[str], lo: str, hi: str,
+                     count: str, elem: list[int], kept: list[int]) -> list[str]:
+        """Rows lo..hi of a shifted spread's mean pass (column_block): beside `step`, each lane sums
+        d = value - K and d^2 in order over SHIFT_BLOCK rows and adds the block's totals to its
+        shifted sums (the error shifted_columns_from counts)."""
+        d = [f"const float ap_d = {self.name(sh.value)} - ap_ck[l];", "ap_b1[l] += ap_d;", "ap_b2[l] += ap_d * ap_d;"]
+        inner = indent + "  "
+        return [f"{indent}for (int64_t jc = {lo}; jc < {hi}; jc += {SHIFT_BLOCK}) {{",
+                f"{inner}const int64_t jd = jc + {SHIFT_BLOCK} < {hi} ? jc + {SHIFT_BLOCK} : {hi};",
+                *self.lanes(inner, count, elem, kept, first=["ap_b1[l] = 0.0f; ap_b2[l] = 0.0f;"]),
+                f"{inner}for (int64_t j = jc; j < jd; j++) {{",
+                *self.lanes(inner + "  ", count, elem, kept, body, then=[*step, *d]),
+                f"{inner}}}",
+                *self.lanes(inner, count, elem, kept, first=["ap_c1[l] += ap_b1[l]; ap_c2[l] += ap_b2[l];"]),
+                f"{indent}}}"]
+
+    def column_trust(self, indent: str, count: str, elem: list[int], kept: list[int]) -> list[str]:
+        """Each lane's spread from its shifted sums, and whether they vouch for it (shifted_spread's
+        test, at shifted_columns_from's length); `ap_redo` where some lane's do not."""
+        return [*self.lanes(indent, count, elem, kept, first=[
+                    "const float ap_s1 = ap_c1[l], ap_s2 = ap_c2[l];",
+                    "const float ap_q = ap_s1 / (float)N;",
+                    "const float ap_v = ap_s2 - ap_s1 * ap_q;",
+                    "ap_cv[l] = ap_v;",
+                    f"ap_ok[l] = N >= {shifted_columns_from(SHIFT_BLOCK)} && {TRUSTED_SPREAD};"]),
+                f"{indent}for (int64_t l = 0; l < {count}; l++) ap_redo |= !ap_ok[l];"]
 
     def lanes(self, indent: str, count: str, elem: list[int], kept: list[int], body: Sequence[int] = (),
               first: Sequence[str] = (), then: Sequence[str] = (), defined: Sequence[int] = ()) -> list[str]:

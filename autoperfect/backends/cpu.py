@@ -23,8 +23,8 @@ import numpy as np
 from .. import dtypes, native
 from ..kernel_ir import KernelIR, Launch, sigmoid_form
 from ..ops import ULP_BOUND, Op
-from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, TAG, VECTOR_MATH, CRenderer,
-                      Schedule, called, exact, row_args)
+from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, SHIFT_BLOCK, TAG, VECTOR_MATH,
+                      CRenderer, Schedule, called, exact, row_args, shifted_columns_from)
 from .schedule import plan, shifted, stash
 
 NAME = "cpu"
@@ -148,12 +148,21 @@ def schedules_for(kernel: KernelIR) -> tuple[Schedule, ...]:
 def column_twins(kernel: KernelIR, base: Schedule) -> tuple[Schedule, ...]:
     """`base` taking COLUMN_LANES rows at a time, one a SIMD lane (CRenderer.render_columns), where a
     row kernel reduces a strided axis (a reduction over a leading axis: the kernel's rows are the
-    array's columns) and stores no per-element output but in the array's order (KernelIR.loop)."""
+    array's columns) and stores no per-element output but in the array's order (KernelIR.loop).
+    Where a pass only sums the squares about the previous pass's mean (a variance over axis 0, a
+    batch norm) each also has a `_shifted` twin, both sums in one pass where the lane's shifted sums
+    vouch for it (CRenderer.column_block), where the kernel's columns are at least shifted_columns_from
+    long."""
     strided = any(a.space == "elem" and a.inner == "strided" for a in kernel.inputs)
     stores = any(i.op is Op.STORE and i.space == "elem" for i in kernel.body) and not kernel.loop
     if kernel.kind != "row" or kernel.rank < 2 or not strided or stores:
         return ()
-    return tuple(replace(base, name=f"{base.name}_cols{w}", columns=w) for w in COLUMN_LANES)
+    twins = tuple(replace(base, name=f"{base.name}_cols{w}", columns=w) for w in COLUMN_LANES)
+    # a variance's two passes in one (CRenderer.column_block), where its columns are long enough for
+    # the shifted sums to vouch for them (shorter ones would take both passes anyway)
+    if shifted(kernel, plan(kernel)) and kernel.launch.dims[-1] >= shifted_columns_from(SHIFT_BLOCK):
+        twins += tuple(replace(t, name=f"{t.name}_shifted", onepass=True) for t in twins)
+    return twins
 
 
 def in_registers(kernel: KernelIR) -> bool:
