@@ -14,8 +14,10 @@ took, the user's source lines it computes, and why anything ran in MLX; `f.stats
 
 A Python argument (a number, string, None or tuple of them) is a constant of the traced function, as
 under mx.compile: each value gets its plan (`Binding`, at most SPECIALIZATIONS sets of values). Under
-MLX's transformations the kernels keep computing the forward values and the function's own MLX ops
-give the derivatives (`transformable`); mx.vmap runs the kernels once per example.
+MLX's transformations the kernels keep computing the forward values; mx.grad and mx.vjp take the
+derivative's own verified kernels (`Backward`: the reverse mode of the traced graph, autodiff.py)
+where it has them and the function's own MLX derivative elsewhere, mx.jvp MLX's (`transformable`);
+mx.vmap runs the kernels once per example.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 
 from . import backends, bench, contenders, judge, native, schedule_model, static
 from .backends.cfamily import Unsupported
+from .autodiff import vjp
 from .cache import Cache, chip, key_for
 from .canon import canonicalize
 from .dtypes import from_mlx
@@ -284,6 +287,7 @@ class Plan:
     race: dict = field(default_factory=dict)   # the kernels against MLX's own ops (Jit._race), if raced
     kernels: int = 0                           # regions that run kernels
     transformed: Callable | None = None        # `run` under MLX's transformations (transformable)
+    backward: Jit | None = None                # its derivative under mx.grad and mx.vjp (Backward)
     arrays: tuple[int, ...] | None = None      # the array arguments' positions; None: every argument
 
     def to_mlx(self, why: str) -> None:
@@ -309,15 +313,16 @@ class _Timed:
         return timed
 
 
-def transformable(run: Callable, fn: Callable) -> Callable:
+def transformable(run: Callable, fn: Callable, backward: Callable | None = None) -> Callable:
     """`run` (the plan's kernels) under MLX's transformations. The kernels' primitives know no
-    derivative, so mx.grad, mx.vjp and mx.jvp of a function calling them take `fn`'s own (its MLX
-    ops, from the same inputs) while the forward value stays the kernels' (mx.custom_function, which
-    passes the kernels' outputs through as they are); the kernels read their inputs through
-    mx.stop_gradient, so forward mode never asks them for a derivative either. mx.vmap runs the
-    kernels once per example (native/common.h: FixedLaunch::vmap). The wrapping costs a call about
-    3 us of host time, so a call runs it only where a transformation traces its arguments
-    (`Jit._tracing`; docs/experiments/2026-12-06l-cpu/overhead.py)."""
+    derivative, so mx.grad and mx.vjp of a function calling them take `backward` (the plan's
+    derivative: `Backward`, fused kernels of the vjp's graph, where given) or else `fn`'s own (its MLX
+    ops, from the same inputs), and mx.jvp takes `fn`'s, while the forward value stays the kernels'
+    (mx.custom_function, which passes the kernels' outputs through as they are); the kernels read
+    their inputs through mx.stop_gradient, so forward mode never asks them for a derivative either.
+    mx.vmap runs the kernels once per example (native/common.h: FixedLaunch::vmap). The wrapping
+    costs a call about 3 us of host time, so a call runs it only where a transformation traces its
+    arguments (`Jit._tracing`; docs/experiments/2026-12-06l-cpu/overhead.py)."""
     import mlx.core as mx
 
     stop = mx.stop_gradient
@@ -331,6 +336,8 @@ def transformable(run: Callable, fn: Callable) -> Callable:
 
     @kernels.vjp
     def vjp(primals, cotangents, outputs):
+        if backward is not None:
+            return tuple(backward(*listed(primals), *listed(cotangents)))
         return tuple(mx.vjp(fn, listed(primals), listed(cotangents))[1])
 
     @kernels.jvp
@@ -543,9 +550,11 @@ class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
     def __init__(self, fn: Callable, allow_compile: bool = True, backend: str = "auto",
-                 cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True):
+                 cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True,
+                 fused_vjp: bool = True):
         functools.update_wrapper(self, fn)
         self.fn, self.allow_compile, self.timeout_s, self.race = fn, allow_compile, timeout_s, race
+        self.fused_vjp = fused_vjp
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
@@ -641,7 +650,7 @@ class Jit:
         names = _names(self.fn, binding.positional)
         inputs = [(names[i], tuple(a.shape), from_mlx(a.dtype)) for i, a in zip(binding.arrays, args)]
         try:
-            f = front_of(trace(self.fn, inputs, constants=binding.constants))
+            f = front_of(self._trace(inputs, None, binding.constants))
         except Exception as e:  # anything the compiler can't take runs as MLX; the trace says why
             lap("trace")
             return Plan((), None, structure, f"not compiled: {type(e).__name__}: {e}"), setup
@@ -715,6 +724,10 @@ class Jit:
         return {"kernels_s": kern, "mlx_s": mlx, "rounds": rounds, "queued": queued, **ratio,
                 "mlx_runs": ratio["ci95"][1] < 1}
 
+    def _trace(self, inputs: list, name: str | None, constants: dict) -> Graph:
+        """The function's graph at `inputs` (name, shape, dtype), its Python arguments `constants`."""
+        return trace(self.fn, inputs, name, constants)
+
     def _alternate(self, traced: Graph, binding: Binding) -> list[Graph]:
         """The traced graph at a small shape with the same structure: the first of judge.alt_shapes
         that stays small (a quick gate), if the function traces there."""
@@ -724,8 +737,8 @@ class Jit:
         if not small:
             return []
         try:
-            return [trace(self.fn, [(i.name, small[0][i.name], i.dtype) for i in spec.inputs], traced.name,
-                          binding.constants)]
+            return [self._trace([(i.name, small[0][i.name], i.dtype) for i in spec.inputs], traced.name,
+                                binding.constants)]
         except Exception:  # the function may trace at some shapes only; the call's shapes still count
             return []
 
@@ -846,7 +859,8 @@ class Jit:
             # host time says nothing of the kernel, and timing it costs a warm call a layer of Python
             plan.run = program(only(f, usable), {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes"
                                                  else kern for name, kern in loaded.items()})
-            plan.transformed = transformable(plan.run, fn)
+            plan.backward = Backward(fn, len(f.traced.inputs), self) if self.fused_vjp else None
+            plan.transformed = transformable(plan.run, fn, plan.backward)
         else:
             plan.eager = "no region has a verified kernel"
         return plan
@@ -883,15 +897,44 @@ class Jit:
         return CallTrace(getattr(self.fn, "__name__", "fn"), sig, regions, seconds, setup, eager, race)
 
     def stats(self) -> dict:
-        """Totals over every call so far, and per signature the regions' plan (which kernel, or why not)."""
+        """Totals over every call so far, and per signature the regions' plan (which kernel, or why
+        not); `backward`: the same of each signature's derivative that mx.grad or mx.vjp has called."""
         plans = {_described(sig): [r.describe().splitlines()[0] for r in p.regions] or [f"eager MLX: {p.eager}"]
                  for sig, p in self._plans.items()}
+        backward = {_described(sig): p.backward.stats() for sig, p in self._plans.items()
+                    if p.backward is not None and p.backward._plans}
         return {**self._counts, "kernel_sources": dict(self._sources), "signatures": len(self._plans),
-                "plans": plans, "races": {_described(sig): p.race for sig, p in self._plans.items() if p.race}}
+                "plans": plans, "races": {_described(sig): p.race for sig, p in self._plans.items() if p.race},
+                **({"backward": backward} if backward else {})}
+
+
+class Backward(Jit):
+    """The derivative of a plan (transformable's vjp under mx.grad and mx.vjp): a Jit of the
+    function (x..., cotangents...) -> the cotangents of x, whose graph is the reverse mode of the
+    forward's (autodiff.vjp of its canonical graph), so the backward pass runs fused kernels that
+    passed the gate, and MLX's own derivative (mx.vjp of the forward's MLX ops) wherever they would
+    not: a graph autodiff has no rule for, a region not verified, a race MLX wins. One per forward
+    plan: the forward's Python arguments are already in `forward`."""
+
+    def __init__(self, forward: Callable, inputs: int, parent: Jit):
+        import mlx.core as mx
+
+        def derivative(*arrays):
+            return tuple(mx.vjp(forward, list(arrays[:inputs]), list(arrays[inputs:]))[1])
+
+        derivative.__name__ = f"{getattr(forward, '__name__', 'fn')}_vjp"
+        super().__init__(derivative, parent.allow_compile, parent.backend, str(parent.cache.root),
+                         parent.timeout_s, parent.race, fused_vjp=False)
+        self.forward, self.inputs = forward, inputs
+
+    def _trace(self, inputs: list, name: str | None, constants: dict) -> Graph:
+        forward = trace(self.forward, inputs[:self.inputs], getattr(self.forward, "__name__", "fn"))
+        return vjp(canonicalize(forward))
 
 
 def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str = "auto",
-        cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True):
+        cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True,
+        fused_vjp: bool = True):
     """Wrap `fn` (MLX arrays in, one array or a tuple out) so its fused regions run verified kernels.
 
     Usable as `autoperfect.jit(fn)`, `@autoperfect.jit` or `@autoperfect.jit(allow_compile=False)`.
@@ -902,9 +945,12 @@ def jit(fn: Callable | None = None, *, allow_compile: bool = True, backend: str 
     timing them against the function's own MLX ops on its first call (by default a signature whose
     kernels MLX beats there runs as MLX, and its trace says so; the race calls the function a few
     dozen times more on that first call, so it should be free of side effects, as for mx.compile).
+    Under mx.grad, mx.vjp and mx.value_and_grad the derivative of a signature's kernels is itself
+    compiled into verified kernels (`Backward`: the reverse-mode graph of autodiff.vjp, gated and
+    raced like the forward); `fused_vjp=False` keeps MLX's own derivative of the function instead.
     """
     def wrap(f: Callable) -> Jit:
-        return Jit(f, allow_compile, backend, cache_dir, timeout_s, race)
+        return Jit(f, allow_compile, backend, cache_dir, timeout_s, race, fused_vjp)
     return wrap(fn) if fn is not None else wrap
 
 
