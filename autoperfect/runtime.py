@@ -674,7 +674,7 @@ class Jit:
         for k in todo:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
         fn = binding.function(self.fn)  # MLX's side: the function of the arrays alone
-        plan = self._plan(f, found, why, structure, fn)
+        plan = self._plan(f, found, why, structure, fn, binding.constants)
         if self.race and plan.run is not None:
             self._race(plan, f.traced, args, fn)
             lap("race")
@@ -835,7 +835,7 @@ class Jit:
                        f"kernels' timings", {"model": {f: getattr(model, f) for f in ("kernels", "launches", "timings")},
                                              **({"unseen": unseen} if unseen else {})})
 
-    def _plan(self, f: Front, found: dict, why: dict, structure: str, fn: Callable) -> Plan:
+    def _plan(self, f: Front, found: dict, why: dict, structure: str, fn: Callable, constants: dict) -> Plan:
         be = backends.get(self.backend)
         usable = {name for name, (entry, _) in found.items() if entry.passed}
         plan = Plan((), None, structure)
@@ -859,7 +859,7 @@ class Jit:
             # host time says nothing of the kernel, and timing it costs a warm call a layer of Python
             plan.run = program(only(f, usable), {name: _Timed(kern, name, plan) if kern.dispatch == "ctypes"
                                                  else kern for name, kern in loaded.items()})
-            plan.backward = Backward(fn, len(f.traced.inputs), self) if self.fused_vjp else None
+            plan.backward = Backward(self, fn, constants, len(f.traced.inputs)) if self.fused_vjp else None
             plan.transformed = transformable(plan.run, fn, plan.backward)
         else:
             plan.eager = "no region has a verified kernel"
@@ -911,24 +911,25 @@ class Jit:
 class Backward(Jit):
     """The derivative of a plan (transformable's vjp under mx.grad and mx.vjp): a Jit of the
     function (x..., cotangents...) -> the cotangents of x, whose graph is the reverse mode of the
-    forward's (autodiff.vjp of its canonical graph), so the backward pass runs fused kernels that
-    passed the gate, and MLX's own derivative (mx.vjp of the forward's MLX ops) wherever they would
-    not: a graph autodiff has no rule for, a region not verified, a race MLX wins. One per forward
-    plan: the forward's Python arguments are already in `forward`."""
+    forward's (autodiff.vjp of its canonical graph, traced with the plan's Python arguments), so the
+    backward pass runs fused kernels that passed the gate, and MLX's own derivative (mx.vjp of
+    `forward`, the function of the arrays alone) wherever they would not: a graph autodiff has no
+    rule for, a region not verified, a race MLX wins. One per forward plan."""
 
-    def __init__(self, forward: Callable, inputs: int, parent: Jit):
+    def __init__(self, parent: Jit, forward: Callable, constants: dict, inputs: int):
         import mlx.core as mx
 
         def derivative(*arrays):
             return tuple(mx.vjp(forward, list(arrays[:inputs]), list(arrays[inputs:]))[1])
 
-        derivative.__name__ = f"{getattr(forward, '__name__', 'fn')}_vjp"
+        derivative.__name__ = f"{getattr(parent.fn, '__name__', 'fn')}_vjp"
         super().__init__(derivative, parent.allow_compile, parent.backend, str(parent.cache.root),
                          parent.timeout_s, parent.race, fused_vjp=False)
-        self.forward, self.inputs = forward, inputs
+        self.parent_fn, self.constants, self.inputs = parent.fn, constants, inputs
 
     def _trace(self, inputs: list, name: str | None, constants: dict) -> Graph:
-        forward = trace(self.forward, inputs[:self.inputs], getattr(self.forward, "__name__", "fn"))
+        forward = trace(self.parent_fn, inputs[:self.inputs], getattr(self.parent_fn, "__name__", "fn"),
+                        self.constants)
         return vjp(canonicalize(forward))
 
 

@@ -173,3 +173,19 @@ def test_fused_vjp_off_keeps_mlxs_derivative(tmp_path):
     assert np.array_equal(np.array(got), np.array(mx.grad(lambda x: mx.sum(fn(x)))(x)))
     (plan,) = f._plans.values()
     assert plan.backward is None and f.last_trace.kernels
+
+
+def test_a_function_with_python_arguments_gets_its_fused_derivative_per_value(tmp_path):
+    def rms(x, w, eps, axis=-1):
+        return x * mx.rsqrt(mx.mean(x * x, axis=axis, keepdims=True) + eps) * w
+
+    rng = np.random.default_rng(seed_for("test_autodiff", "rms constants"))
+    x, w = (mx.array(rng.standard_normal(s).astype(np.float32)) for s in ((6, 40), (40,)))
+    f = jit(rms, cache_dir=tmp_path)
+    for eps in (1e-6, 0.5):
+        got = mx.grad(lambda x, w: mx.sum(f(x, w, eps, axis=-1) * mx.sin(x)), argnums=(0, 1))(x, w)
+        want = mx.grad(lambda x, w: mx.sum(rms(x, w, eps, axis=-1) * mx.sin(x)), argnums=(0, 1))(x, w)
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(np.array(g), np.array(v), rtol=1e-5, atol=1e-6)
+    backward = f.stats()["backward"]
+    assert len(backward) == 2 and all(s["kernel_calls"] and not s["eager_calls"] for s in backward.values())
