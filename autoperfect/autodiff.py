@@ -19,6 +19,7 @@ products over an axis) raise NotDifferentiable, and the caller keeps MLX's own d
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from . import dtypes
 from .canon import Emitter
@@ -30,10 +31,11 @@ class NotDifferentiable(Exception):
     """The graph holds an op whose derivative this module does not write (the message names it)."""
 
 
-def vjp(graph: Graph) -> Graph:
+def vjp(graph: Graph, wrt: Sequence[int] | None = None) -> Graph:
     """The reverse-mode derivative of canonical `graph`: inputs (x..., cotangent0...), outputs the
-    cotangent of each input x (all floating)."""
-    for n in graph.inputs:
+    cotangent of each input x whose index is in `wrt` (default: every input; each floating)."""
+    wrt = range(len(graph.inputs)) if wrt is None else wrt
+    for n in (graph.inputs[i] for i in wrt):
         if n.dtype not in dtypes.FLOATS:
             raise NotDifferentiable(f"input {n.attr('name')} is {n.dtype}, not a floating type")
     for o in graph.outputs:
@@ -60,7 +62,7 @@ def vjp(graph: Graph) -> Graph:
                         broadcast_shapes(e.node(ct).shape, shape)
                     _accumulate(e, cts, src, e.unbroadcast(ct, whole, shape))
     grads = []
-    for x in graph.inputs:
+    for x in (graph.inputs[i] for i in wrt):
         e = Emitter(b, x)
         grads.append(_whole(e, cts[x.id], x.shape) if x.id in cts else _whole(e, e.const(0.0, x.dtype), x.shape))
     return b.build(grads)

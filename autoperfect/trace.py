@@ -12,6 +12,7 @@ import inspect
 import linecache
 import math
 import os
+import threading
 import types
 from typing import Any, Callable, Sequence
 
@@ -38,6 +39,17 @@ def user_line() -> str:
     return "<unknown>"
 
 
+_ACTIVE = threading.local()  # the traces running on this thread, innermost last (_traced)
+
+
+def _at(ctx: "_Context") -> "_Context":
+    """Where an operation on arrays is recorded: the innermost trace running (a function traced for
+    mx.grad inside another records there, whatever namespace or array it reaches the op through),
+    else the array's own."""
+    stack = getattr(_ACTIVE, "stack", None)
+    return stack[-1] if stack else ctx
+
+
 class Tracer:
     """A symbolic array: shape and dtype of one SSA value, with MLX's array methods and operators."""
 
@@ -51,7 +63,7 @@ class Tracer:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
-    T = property(lambda self: self._ctx.ns.transpose(self))
+    T = property(lambda self: _at(self._ctx).ns.transpose(self))
 
     def __repr__(self) -> str:
         return f"Tracer(%{self.id}: {self.dtype}{list(self.shape)})"
@@ -65,13 +77,13 @@ class Tracer:
         return self.shape[0]
 
     def __getitem__(self, key):
-        return self._ctx.index(self, key)
+        return _at(self._ctx).index(self, key)
 
     def __getattr__(self, name: str):
         method = _METHODS.get(name)
         if method is None:
             raise TraceError(f"array method .{name} is not supported by the tracer at {user_line()}")
-        fn = getattr(self._ctx.ns, method)
+        fn = getattr(_at(self._ctx).ns, method)
         return lambda *a, **k: fn(self, *a, **k)
 
 
@@ -94,7 +106,7 @@ def _dtype_name(d: Any) -> str:
 
 
 def _binary_rule(op: Op, swap: bool = False):
-    return lambda self, other: self._ctx.binary(op, other, self) if swap else self._ctx.binary(op, self, other)
+    return lambda self, other: _at(self._ctx).binary(op, other, self) if swap else _at(self._ctx).binary(op, self, other)
 
 
 for _name, _op in {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "truediv": Op.DIV, "pow": Op.POW}.items():
@@ -105,12 +117,12 @@ for _name, _op in {"lt": Op.LT, "le": Op.LE, "gt": Op.GT, "ge": Op.GE, "eq": Op.
     setattr(Tracer, f"__{_name}__", _binary_rule(_op))
 Tracer.__rand__ = _binary_rule(Op.AND, swap=True)
 Tracer.__ror__ = _binary_rule(Op.OR, swap=True)
-Tracer.__matmul__ = lambda self, other: self._ctx.matmul(self, other)
-Tracer.__rmatmul__ = lambda self, other: self._ctx.matmul(other, self)
-Tracer.__neg__ = lambda self: self._ctx.unary(Op.NEG, self)
+Tracer.__matmul__ = lambda self, other: _at(self._ctx).matmul(self, other)
+Tracer.__rmatmul__ = lambda self, other: _at(self._ctx).matmul(other, self)
+Tracer.__neg__ = lambda self: _at(self._ctx).unary(Op.NEG, self)
 Tracer.__pos__ = lambda self: self
-Tracer.__abs__ = lambda self: self._ctx.unary(Op.ABS, self)
-Tracer.__invert__ = lambda self: self._ctx.unary(Op.NOT, self)
+Tracer.__abs__ = lambda self: _at(self._ctx).unary(Op.ABS, self)
+Tracer.__invert__ = lambda self: _at(self._ctx).unary(Op.NOT, self)
 Tracer.__hash__ = object.__hash__
 
 _METHODS = {m: m for m in (
@@ -147,9 +159,67 @@ def const_attr(value: float | int | bool) -> float | int | bool | str:
 
 
 class _Context:
-    def __init__(self, name: str):
+    def __init__(self, name: str, parent: "_Context | None" = None):
         self.builder = Builder(name, cse=False)
         self.ns = Namespace(self)
+        # a function traced for mx.grad inside another (`derivative`): the arrays of the trace
+        # around it that it closes over become inputs of its own, after its arguments
+        self.parent, self.captured, self.arguments = parent, {}, 0
+
+    def own(self, t: Tracer) -> int:
+        """The id of `t` in this trace: an array of an enclosing trace is captured as an input."""
+        if t._ctx is self:
+            return t.id
+        if self.parent is None:
+            raise TraceError(f"an array of another trace at {user_line()}")
+        outer = self.parent.own(t)
+        if outer not in self.captured:
+            self.captured[outer] = self.builder.add(
+                Op.INPUT, str(t.dtype), t.shape, (),
+                {"name": f"captured{len(self.captured)}", "index": self.arguments + len(self.captured)})
+        return self.captured[outer]
+
+    def inline(self, graph: Graph, inputs: Sequence[int]) -> list[Tracer]:
+        """`graph`'s nodes appended to this trace, its inputs the nodes `inputs`: its outputs."""
+        new: dict[int, int] = {}
+        for n in graph.nodes:
+            new[n.id] = inputs[n.attr("index")] if n.op is Op.INPUT else self.builder.add(
+                n.op, n.dtype, n.shape, [new[s] for s in n.srcs], dict(n.attrs), n.loc or user_line())
+        return [self.tracer(new[o]) for o in graph.outputs]
+
+    def derivative(self, fun: Callable, args: Sequence[Any], argnums, cotangents=None):
+        """mx.grad, mx.value_and_grad and mx.vjp inside a traced function, the JAX way: `fun` traced
+        on its own (its Python arguments as constants, the arrays it closes over as inputs),
+        canonicalized, its reverse mode written (autodiff.vjp) and both inlined here. Returns the
+        outputs and the cotangents of the arguments `argnums`; without `cotangents`, the first
+        output (a scalar) is differentiated with cotangent 1 and the others with 0 (mx.grad's)."""
+        from .autodiff import NotDifferentiable, vjp
+        from .canon import canonicalize
+
+        arrays = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
+        for i in argnums:
+            if i >= len(args) or i not in arrays:
+                raise TraceError(f"mx.grad: argument {i} is not an array at {user_line()}")
+        inner = _Context(getattr(fun, "__name__", "fn"), self)
+        graph = _traced(inner, fun, [(f"x{i}", args[i].shape, str(args[i].dtype)) for i in arrays],
+                        {i: a for i, a in enumerate(args) if i not in arrays})
+        forward = canonicalize(graph)
+        outs = [forward.nodes[o] for o in forward.outputs]
+        if cotangents is None:
+            if outs[0].shape != ():
+                raise TraceError(f"mx.grad: the function must return a scalar first, not shape "
+                                 f"{list(outs[0].shape)} at {user_line()}")
+            cotangents = [self.const(1.0 if j == 0 else 0.0, o.dtype) for j, o in enumerate(outs)]
+            cotangents = [c if o.shape == () else self.add(Op.BROADCAST, o.dtype, o.shape, [c], {"shape": o.shape})
+                          for c, o in zip(cotangents, outs)]
+        inputs = [self.own(args[i]) for i in arrays] + list(inner.captured)  # captured: ids here
+        try:
+            back = vjp(forward, [arrays.index(i) for i in argnums])
+        except NotDifferentiable as e:
+            raise TraceError(f"mx.grad: {e} at {user_line()}") from None
+        values = self.inline(forward, inputs)
+        grads = self.inline(back, inputs + [self.own(self.lift(c)) for c in cotangents])
+        return values, grads
 
     # -- values ------------------------------------------------------------------------------
     def tracer(self, node_id: int) -> Tracer:
@@ -176,7 +246,7 @@ class _Context:
         raise TraceError(f"cannot trace a value of type {type(x).__name__} at {user_line()}")
 
     def add(self, op: Op, dtype: str, shape, srcs: Sequence[Tracer], attrs: dict | None = None) -> Tracer:
-        return self.tracer(self.builder.add(op, dtype, shape, [s.id for s in srcs], attrs, user_line()))
+        return self.tracer(self.builder.add(op, dtype, shape, [self.own(s) for s in srcs], attrs, user_line()))
 
     # -- rules ---------------------------------------------------------------------------------
     def unary(self, op: Op, x: Any) -> Tracer:
@@ -413,21 +483,52 @@ class Namespace:
     """Stands in for `mlx.core` while a function is traced: one rule per supported MLX function."""
 
     def __init__(self, ctx: _Context):
-        self._ctx = ctx
+        self._home = ctx
         for name, op in UNARY_FUNCTIONS.items():
-            setattr(self, name, lambda x, *, stream=None, _op=op: ctx.unary(_op, x))
+            setattr(self, name, lambda x, *, stream=None, _op=op: self._ctx.unary(_op, x))
         for name, op in BINARY_FUNCTIONS.items():
-            setattr(self, name, lambda a, b, *, stream=None, _op=op: ctx.binary(_op, a, b))
+            setattr(self, name, lambda a, b, *, stream=None, _op=op: self._ctx.binary(_op, a, b))
         for name, op in REDUCE_FUNCTIONS.items():
             setattr(self, name, lambda x, axis=None, keepdims=False, *, stream=None, _op=op:
-                    ctx.reduce(_op, x, axis, keepdims))
+                    self._ctx.reduce(_op, x, axis, keepdims))
         for name in dtypes.DTYPES:
             setattr(self, name, name)
         for name, value in CONSTANTS.items():
             setattr(self, name, value)
 
+    @property
+    def _ctx(self) -> _Context:
+        """The innermost trace running (`_at`): a function traced for mx.grad inside another may
+        reach the ops through the outer one's namespace."""
+        return _at(self._home)
+
     def __getattr__(self, name: str):
         raise TraceError(f"mx.{name} is not supported by the tracer at {user_line()}")
+
+    def grad(self, fun, argnums=0, argnames=()):
+        return self._derivative(fun, argnums, argnames, value=False)
+
+    def value_and_grad(self, fun, argnums=0, argnames=()):
+        return self._derivative(fun, argnums, argnames, value=True)
+
+    def _derivative(self, fun, argnums, argnames, value: bool):
+        if argnames:
+            raise TraceError(f"mx.grad with argnames is not supported by the tracer at {user_line()}")
+        many = isinstance(argnums, (tuple, list))
+        wrt = [int(i) for i in argnums] if many else [int(argnums)]
+
+        def call(*args):
+            values, grads = self._ctx.derivative(fun, args, wrt)
+            grads = tuple(grads) if many else grads[0]
+            if not value:
+                return grads
+            return (values[0] if len(values) == 1 else tuple(values)), grads
+        return call
+
+    def vjp(self, fun, primals, cotangents):
+        primals, cotangents = list(primals), list(cotangents)
+        values, grads = self._ctx.derivative(fun, primals, list(range(len(primals))), cotangents)
+        return values, grads
 
     def where(self, cond, x, y, *, stream=None):
         return self._ctx.where(cond, x, y)
@@ -607,28 +708,36 @@ def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: 
 
     `constants` are arguments passed as they are, Python values the graph is specialized on: by
     position (int; `inputs` fill the other positions in order) or by keyword (str)."""
-    name = name or fn.__name__
-    ctx = _Context(name)
+    return _traced(_Context(name or fn.__name__), fn, inputs, constants)
+
+
+def _traced(ctx: _Context, fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]],
+            constants: dict[int | str, Any] | None) -> Graph:
     tracers = []
     for index, (arg, shape, dtype) in enumerate(inputs):
         node = ctx.builder.add(Op.INPUT, dtypes.check(dtype), tuple(int(d) for d in shape), (),
                                {"name": arg, "index": index})
         tracers.append(ctx.tracer(node))
+    ctx.arguments = len(tracers)
     args, keywords = with_constants(constants or {}, tracers)
     traced = bind_mx(fn, ctx.ns)
+    stack = _ACTIVE.__dict__.setdefault("stack", [])
+    stack.append(ctx)
     try:
         result = traced(*args, **keywords)
     except TraceError:
         raise
     except Exception as e:  # the user's code failed on tracer values
         raise TraceError(f"{type(e).__name__}: {e} at {_failing_line(e)}") from e
+    finally:
+        stack.pop()
     results = result if isinstance(result, (tuple, list)) else (result,)
     outputs = []
     for r in results:
         if not isinstance(r, Tracer):
             raise TraceError(f"the function returned a {type(r).__name__}, not an array "
                              "computed from its inputs")
-        outputs.append(r.id)
+        outputs.append(ctx.own(r))
     return ctx.builder.build(outputs)
 
 

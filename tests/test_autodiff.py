@@ -17,7 +17,7 @@ from autoperfect.interp import evaluate
 from autoperfect.ops import Op
 from autoperfect.runtime import front_of
 from autoperfect.spec import seed_for
-from autoperfect.trace import trace
+from autoperfect.trace import TraceError, trace
 
 
 def layer_norm(x, w, b):
@@ -189,3 +189,53 @@ def test_a_function_with_python_arguments_gets_its_fused_derivative_per_value(tm
             np.testing.assert_allclose(np.array(g), np.array(v), rtol=1e-5, atol=1e-6)
     backward = f.stats()["backward"]
     assert len(backward) == 2 and all(s["kernel_calls"] and not s["eager_calls"] for s in backward.values())
+
+
+# -- mx.grad inside a traced function (the tracer's grad rules, trace._Context.derivative) ------------
+
+def train_step(x, w, b, t):
+    def layer(x, w, b):  # defined in the step: it closes over nothing, the lambda below over x and t
+        m = mx.mean(x, axis=-1, keepdims=True)
+        return (x - m) * mx.rsqrt(mx.var(x, axis=-1, keepdims=True) + 1e-5) * w + b
+    loss, (gw, gb) = mx.value_and_grad(lambda w, b: mx.mean((layer(x, w, b) - t) ** 2), argnums=(0, 1))(w, b)
+    return loss, w - 0.1 * gw, b - 0.1 * gb
+
+
+def vjp_inside(x, c):
+    out, (dx,) = mx.vjp(lambda x: (mx.tanh(x) * 2, x.sum()), [x], [c, mx.array(3.0)])
+    return out[0], dx
+
+
+def grad_of_a_closure(x):
+    return mx.grad(lambda y: mx.sum(mx.sin(y) * x))(x * 2)
+
+
+@pytest.mark.parametrize("fn, shapes", [(train_step, [(6, 8), (8,), (8,), (6, 8)]),
+                                        (vjp_inside, [(3, 4), (3, 4)]), (grad_of_a_closure, [(5,)])])
+def test_mx_grad_inside_a_traced_function_is_part_of_its_graph(fn, shapes):
+    rng = np.random.default_rng(seed_for("test_autodiff", fn.__name__))
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    graph = canonicalize(trace(fn, [(f"a{i}", s, "float32") for i, s in enumerate(shapes)]))
+    want = fn(*map(mx.array, args))
+    want = want if isinstance(want, tuple) else (want,)
+    for got, w in zip(evaluate(graph, args), want):
+        np.testing.assert_allclose(got, np.array(w), rtol=1e-5, atol=1e-6)
+
+
+def test_a_whole_training_step_compiles_into_kernels(tmp_path):
+    rng = np.random.default_rng(seed_for("test_autodiff", "train step jit"))
+    args = [mx.array(rng.standard_normal(s).astype(np.float32)) for s in ((64, 32), (32,), (32,), (64, 32))]
+    f = jit(train_step, cache_dir=tmp_path)
+    for got, want in zip(f(*args), train_step(*args)):
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-6)
+    assert f.last_trace.kernels and not f.last_trace.eager
+
+
+@pytest.mark.parametrize("fn, words", [
+    (lambda x: mx.grad(lambda y: y * 2)(x), "must return a scalar first"),
+    (lambda x: mx.grad(lambda y, k: mx.sum(y) * k, argnums=1)(x, 2.0), "argument 1 is not an array"),
+    (lambda x: mx.grad(lambda y: mx.sum(mx.cumsum(y, axis=0)))(x), "no derivative for cumsum"),
+])
+def test_what_the_tracer_cannot_differentiate_is_named(fn, words):
+    with pytest.raises(TraceError, match=words):
+        trace(fn, [("x", (3, 4), "float32")], "f")
