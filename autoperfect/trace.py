@@ -2,7 +2,9 @@
 
 The user's function runs with `mx` bound to a namespace of tracing rules. Each rule checks its
 arguments, computes the output shape and dtype, and appends one SSA equation. Anything the tracer
-cannot represent raises `TraceError` naming the MLX call and the line of user code.
+cannot represent raises `TraceError` naming the MLX call and the line of user code. `mx.grad`,
+`mx.value_and_grad` and `mx.vjp` inside the function are rules too: the function they differentiate
+is traced on its own and its reverse mode (autodiff.vjp) inlined (`_Context.derivative`).
 """
 
 from __future__ import annotations
