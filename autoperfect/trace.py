@@ -680,17 +680,26 @@ class Namespace:
 
 
 def bind_mx(fn: Callable, ns: Any) -> Callable:
-    """A copy of `fn` whose globals see the tracing namespace wherever they held `mlx.core`."""
+    """A copy of `fn` whose globals see the tracing namespace wherever they held `mlx.core`; the
+    functions of its module that it may call (those sharing its globals) are copied onto the same
+    globals, so a helper of the user's module traces too."""
     import mlx.core as mx_real
 
-    new_globals = dict(fn.__globals__)
-    for key, value in fn.__globals__.items():
+    module = fn.__globals__
+    new_globals = dict(module)
+    for key, value in module.items():
         if value is mx_real:
             new_globals[key] = ns
+        elif isinstance(value, types.FunctionType) and value.__globals__ is module:
+            new_globals[key] = _rebound(value, new_globals)
         elif callable(value) and getattr(mx_real, key, None) is value:
             new_globals[key] = getattr(ns, key)  # `from mlx.core import exp`
     new_globals.setdefault("mx", ns)
-    bound = types.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, fn.__closure__)
+    return _rebound(fn, new_globals)
+
+
+def _rebound(fn: types.FunctionType, globals_: dict) -> types.FunctionType:
+    bound = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
     bound.__kwdefaults__ = fn.__kwdefaults__
     return bound
 

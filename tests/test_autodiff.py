@@ -210,8 +210,13 @@ def grad_of_a_closure(x):
     return mx.grad(lambda y: mx.sum(mx.sin(y) * x))(x * 2)
 
 
+def module_helper_step(x, w, b):  # layer_norm is this module's: the tracer rebinds it too
+    return mx.grad(lambda w: mx.sum(layer_norm(x, w, b) ** 2))(w)
+
+
 @pytest.mark.parametrize("fn, shapes", [(train_step, [(6, 8), (8,), (8,), (6, 8)]),
-                                        (vjp_inside, [(3, 4), (3, 4)]), (grad_of_a_closure, [(5,)])])
+                                        (vjp_inside, [(3, 4), (3, 4)]), (grad_of_a_closure, [(5,)]),
+                                        (module_helper_step, [(6, 8), (8,), (8,)])])
 def test_mx_grad_inside_a_traced_function_is_part_of_its_graph(fn, shapes):
     rng = np.random.default_rng(seed_for("test_autodiff", fn.__name__))
     args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
