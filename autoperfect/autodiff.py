@@ -31,9 +31,10 @@ class NotDifferentiable(Exception):
     """The graph holds an op whose derivative this module does not write (the message names it)."""
 
 
-def vjp(graph: Graph, wrt: Sequence[int] | None = None) -> Graph:
+def vjp(graph: Graph, wrt: Sequence[int] | None = None, values: bool = False) -> Graph:
     """The reverse-mode derivative of canonical `graph`: inputs (x..., cotangent0...), outputs the
-    cotangent of each input x whose index is in `wrt` (default: every input; each floating)."""
+    cotangent of each input x whose index is in `wrt` (default: every input; each floating), after
+    the graph's own outputs where `values` (mx.value_and_grad's)."""
     wrt = range(len(graph.inputs)) if wrt is None else wrt
     for n in (graph.inputs[i] for i in wrt):
         if n.dtype not in dtypes.FLOATS:
@@ -42,9 +43,7 @@ def vjp(graph: Graph, wrt: Sequence[int] | None = None) -> Graph:
         if graph.nodes[o].dtype not in dtypes.FLOATS:
             raise NotDifferentiable(f"output %{o} is {graph.nodes[o].dtype}, not a floating type")
     b = Builder(f"{graph.name}_vjp")
-    new: dict[int, int] = {}
-    for n in graph.nodes:  # the forward values, read by the rules
-        new[n.id] = b.add(n.op, n.dtype, n.shape, [new[s] for s in n.srcs], dict(n.attrs), n.loc)
+    new = b.inline(graph)  # the forward values, read by the rules
     cts: dict[int, int] = {}
     for j, o in enumerate(graph.outputs):
         out = graph.nodes[o]
@@ -65,7 +64,7 @@ def vjp(graph: Graph, wrt: Sequence[int] | None = None) -> Graph:
     for x in (graph.inputs[i] for i in wrt):
         e = Emitter(b, x)
         grads.append(_whole(e, cts[x.id], x.shape) if x.id in cts else _whole(e, e.const(0.0, x.dtype), x.shape))
-    return b.build(grads)
+    return b.build(([new[o] for o in graph.outputs] if values else []) + grads)
 
 
 def _accumulate(e: Emitter, cts: dict[int, int], node: int, ct: int) -> None:
@@ -82,7 +81,7 @@ def _whole(e: Emitter, x: int, shape: tuple[int, ...]) -> int:
 class _Rules(Emitter):
     """An Emitter over the backward graph, with the forward node's values at hand."""
 
-    def __init__(self, builder: Builder, old: Node, new: dict[int, int]):
+    def __init__(self, builder: Builder, old: Node, new: list[int]):
         super().__init__(builder, old)
         self.y = new[old.id]                          # the node's forward value
         self.x = [new[s] for s in old.srcs]           # its sources' forward values

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from . import dtypes
 from .ops import ARITY, COMPOSITE, ELEMENTWISE, MOVEMENT, PREDICATE, REDUCE, Op
@@ -200,6 +200,18 @@ class Builder:
 
     def node(self, i: int) -> Node:
         return self.nodes[i]
+
+    def inline(self, graph: Graph, inputs: Sequence[int] | None = None, loc: str = "") -> list[int]:
+        """`graph`'s nodes appended here; the new id of each of its nodes, by position. Its inputs are
+        the nodes `inputs` (by input index) where given, else inputs here too; a node without a
+        source line takes `loc`."""
+        new: list[int] = []
+        for n in graph.nodes:
+            if inputs is not None and n.op is Op.INPUT:
+                new.append(inputs[n.attr("index")])
+            else:
+                new.append(self.add(n.op, n.dtype, n.shape, [new[s] for s in n.srcs], dict(n.attrs), n.loc or loc))
+        return new
 
     def build(self, outputs: Iterable[int]) -> Graph:
         return validate(Graph(self.name, tuple(self.nodes), tuple(outputs)))

@@ -928,6 +928,9 @@ class Backward(Jit):
         self.parent_fn, self.constants, self.inputs = parent.fn, constants, inputs
 
     def _trace(self, inputs: list, name: str | None, constants: dict) -> Graph:
+        """The reverse mode of the forward's graph at the primals' shapes (the first `inputs`; the
+        cotangents' follow from the forward's outputs), traced with the plan's Python arguments
+        (the derivative itself takes none)."""
         forward = trace(self.parent_fn, inputs[:self.inputs], getattr(self.parent_fn, "__name__", "fn"),
                         self.constants)
         return vjp(canonicalize(forward))

@@ -181,18 +181,10 @@ class _Context:
                 {"name": f"captured{len(self.captured)}", "index": self.arguments + len(self.captured)})
         return self.captured[outer]
 
-    def inline(self, graph: Graph, inputs: Sequence[int]) -> list[Tracer]:
-        """`graph`'s nodes appended to this trace, its inputs the nodes `inputs`: its outputs."""
-        new: dict[int, int] = {}
-        for n in graph.nodes:
-            new[n.id] = inputs[n.attr("index")] if n.op is Op.INPUT else self.builder.add(
-                n.op, n.dtype, n.shape, [new[s] for s in n.srcs], dict(n.attrs), n.loc or user_line())
-        return [self.tracer(new[o]) for o in graph.outputs]
-
     def derivative(self, fun: Callable, args: Sequence[Any], argnums, cotangents=None):
         """mx.grad, mx.value_and_grad and mx.vjp inside a traced function, the JAX way: `fun` traced
         on its own (its Python arguments as constants, the arrays it closes over as inputs),
-        canonicalized, its reverse mode written (autodiff.vjp) and both inlined here. Returns the
+        canonicalized, its reverse mode written (autodiff.vjp, the outputs beside) and inlined here. Returns the
         outputs and the cotangents of the arguments `argnums`; without `cotangents`, the first
         output (a scalar) is differentiated with cotangent 1 and the others with 0 (mx.grad's)."""
         from .autodiff import NotDifferentiable, vjp
@@ -216,12 +208,12 @@ class _Context:
                           for c, o in zip(cotangents, outs)]
         inputs = [self.own(args[i]) for i in arrays] + list(inner.captured)  # captured: ids here
         try:
-            back = vjp(forward, [arrays.index(i) for i in argnums])
+            back = vjp(forward, [arrays.index(i) for i in argnums], values=True)
         except NotDifferentiable as e:
             raise TraceError(f"mx.grad: {e} at {user_line()}") from None
-        values = self.inline(forward, inputs)
-        grads = self.inline(back, inputs + [self.own(self.lift(c)) for c in cotangents])
-        return values, grads
+        new = self.builder.inline(back, inputs + [self.own(self.lift(c)) for c in cotangents], user_line())
+        out = [self.tracer(new[o]) for o in back.outputs]
+        return out[:len(outs)], out[len(outs):]
 
     # -- values ------------------------------------------------------------------------------
     def tracer(self, node_id: int) -> Tracer:

@@ -19,6 +19,8 @@ from autoperfect.runtime import front_of
 from autoperfect.spec import seed_for
 from autoperfect.trace import TraceError, trace
 
+pytestmark = pytest.mark.usefixtures("on_the_cpu")  # MLX on the CPU while the runtime's run (conftest.py)
+
 
 def layer_norm(x, w, b):
     m = mx.mean(x, axis=-1, keepdims=True)
@@ -123,12 +125,6 @@ def test_layer_norms_backward_fuses_into_a_kernel_per_reduction_direction():
 jit = functools.partial(autoperfect.jit, race=False)
 
 
-@pytest.fixture(autouse=True)
-def on_the_cpu():
-    device = mx.default_device()
-    mx.set_default_device(mx.cpu)
-    yield
-    mx.set_default_device(device)
 
 
 def test_mx_grad_of_a_jitted_function_runs_verified_backward_kernels(tmp_path):

@@ -23,14 +23,7 @@ from autoperfect.generate import provider as real_provider
 from autoperfect.spec import seed_for
 
 
-@pytest.fixture(autouse=True)
-def on_the_cpu():
-    """These tests are the runtime's logic on the cpu backend: MLX computes on the CPU while they
-    run, so `backend="auto"` means the CPU's on a GPU machine too."""
-    device = mx.default_device()
-    mx.set_default_device(mx.cpu)
-    yield
-    mx.set_default_device(device)
+pytestmark = pytest.mark.usefixtures("on_the_cpu")  # the runtime's logic on the cpu backend (conftest.py)
 
 
 # The runtime's logic, without the first call's race against MLX's own ops (whose outcome is the

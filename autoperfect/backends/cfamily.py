@@ -328,6 +328,8 @@ SHIFT_BLOCK = 64
 # centred (K = 0), and the shifted sums trusted beside the row length's (shifted_from).
 CENTRED_TEST = "5.0f * (float)ap_jk * ap_k * ap_k <= ap_e"
 TRUSTED_SPREAD = "ap_s2 <= 2.0f * ap_v && ap_s2 < INFINITY"
+# The spread ap_v from the shifted sums ap_s1, ap_s2 of N values (shifted_from's D).
+SHIFTED_SPREAD = ("const float ap_q = ap_s1 / (float)N;", "const float ap_v = ap_s2 - ap_s1 * ap_q;")
 
 # Lanes of one AVX-512 register of floats: a split of twice this many partial sums is folded in
 # registers by FOLD (CRenderer.combine_lanes).
@@ -1293,8 +1295,7 @@ class CRenderer(CFamily):
         """The spread from the shifted sums where shifted_from trusts it, else `again`: the pass
         that sums the squares about the mean."""
         return [f"{indent}{{",
-                f"{indent}  const float ap_q = ap_s1 / (float)N;",
-                f"{indent}  const float ap_v = ap_s2 - ap_s1 * ap_q;",
+                *(f"{indent}  {line}" for line in SHIFTED_SPREAD),
                 f"{indent}  if (N >= {shifted_from(self.s.split)} && {TRUSTED_SPREAD}) {{",
                 f"{indent}    a{sh.spread} = ap_v;",
                 f"{indent}  }} else {{",
@@ -1480,10 +1481,7 @@ class CRenderer(CFamily):
         """Each lane's spread from its shifted sums, and whether they vouch for it (shifted_spread's
         test, at shifted_columns_from's length); `ap_redo` where some lane's do not."""
         return [*self.lanes(indent, count, elem, kept, first=[
-                    "const float ap_s1 = ap_c1[l], ap_s2 = ap_c2[l];",
-                    "const float ap_q = ap_s1 / (float)N;",
-                    "const float ap_v = ap_s2 - ap_s1 * ap_q;",
-                    "ap_cv[l] = ap_v;",
+                    "const float ap_s1 = ap_c1[l], ap_s2 = ap_c2[l];", *SHIFTED_SPREAD, "ap_cv[l] = ap_v;",
                     f"ap_ok[l] = N >= {shifted_columns_from(SHIFT_BLOCK)} && {TRUSTED_SPREAD};"]),
                 f"{indent}for (int64_t l = 0; l < {count}; l++) ap_redo |= !ap_ok[l];"]
 
