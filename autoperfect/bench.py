@@ -322,11 +322,18 @@ def condition_environment(condition: str) -> dict[str, str]:
     return env
 
 
+def child_command(module: str, *args: str) -> list[str]:
+    """`python -m module args` for a child that imports this package (its root leads the PYTHONPATH
+    of `condition_environment`), not an `autoperfect` its working directory holds (-P: the cwd is
+    not put first on sys.path, as -m otherwise does)."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 def run_condition(condition: str, target: str, payload: dict, timeout_s: float) -> dict:
     """Call `target(payload)` ("package.module:function") in a child started under `condition`."""
     if condition not in ALLOCATOR_CONDITIONS:
         raise ValueError(f"unknown allocator condition {condition!r}; known: {sorted(ALLOCATOR_CONDITIONS)}")
-    command = [sys.executable, "-m", "autoperfect.bench", target, condition]
+    command = child_command("autoperfect.bench", target, condition)
     try:
         child = subprocess.run(command, input=json.dumps(payload), capture_output=True, text=True,
                                env=condition_environment(condition), timeout=timeout_s)

@@ -144,8 +144,9 @@ def _reduce(n: Node, x: np.ndarray, ex: np.ndarray, v: np.ndarray, u: float, ter
     return np.maximum(hi - v, v - lo)
 
 
-def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Float64 values and error bounds of every node of a canonical graph.
+def propagate(graph: Graph, inputs, keep: bool = False) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Float64 values and error bounds of the outputs of a canonical graph (of every node, with
+    `keep`; without it a node's are dropped after their last reader, `Graph.dead_after`).
 
     Infinities and NaNs that float64 computes are exact (bound 0: a kernel must reproduce them),
     unless the node's own dtype overflowed on the way, in which case the bound is NaN: anything goes.
@@ -153,6 +154,7 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
     vals: dict[int, np.ndarray] = {}
     errs: dict[int, np.ndarray] = {}
     unsure: dict[int, np.ndarray] = {}
+    dead = {} if keep else graph.dead_after()
     with np.errstate(all="ignore"):
         for n in graph.nodes:
             if n.op in (Op.INPUT, Op.CONST):
@@ -194,6 +196,8 @@ def propagate(graph: Graph, inputs) -> tuple[dict[int, np.ndarray], dict[int, np
             e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
             vals[n.id], unsure[n.id] = held, np.broadcast_to(flag, n.shape)
             errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
+            for s in dead.get(n.id, ()):
+                del vals[s], errs[s], unsure[s]
     return vals, errs
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Sequence
@@ -87,6 +88,26 @@ class Graph:
             for s in n.srcs:
                 out[s].append(n.id)
         return out
+
+    def dead_after(self) -> dict[int, tuple[int, ...]]:
+        """{node id: the values whose last reader it is}: an evaluator that drops them there holds
+        the graph's live values only, not every node's (the outputs are never dropped)."""
+        last = {s: n.id for n in self.nodes for s in n.srcs}
+        for o in self.outputs:
+            last.pop(o, None)
+        dead: dict[int, tuple[int, ...]] = {}
+        for s, n in last.items():
+            dead[n] = dead.get(n, ()) + (s,)
+        return dead
+
+    def peak_elements(self) -> int:
+        """The most elements an evaluator that drops dead values (`dead_after`) holds at once."""
+        dead, live, peak = self.dead_after(), 0, 0
+        for n in self.nodes:
+            live += math.prod(n.shape)
+            peak = max(peak, live)
+            live -= sum(math.prod(self.nodes[s].shape) for s in dead.get(n.id, ()))
+        return peak
 
     def to_json(self) -> dict:
         return {"name": self.name, "nodes": [n.to_json() for n in self.nodes],

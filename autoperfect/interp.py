@@ -206,10 +206,13 @@ def _count(shape, axes) -> int:
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray], mode: str = "float64",
              keep: bool = False) -> list[np.ndarray] | dict[int, np.ndarray]:
-    """Values of the graph's outputs (or of every node, with `keep`) for the given inputs."""
+    """Values of the graph's outputs (or of every node, with `keep`) for the given inputs. Without
+    `keep` a value is dropped after its last reader (`Graph.dead_after`): the float64 answer to a
+    large graph holds its live values only."""
     if mode not in ("float64", "native"):
         raise ValueError(f"unknown mode {mode!r}")
     values: dict[int, np.ndarray] = {}
+    dead = {} if keep else graph.dead_after()
     for node in graph.nodes:
         if node.op is Op.INPUT:
             x = np.asarray(inputs[node.attr("index")])
@@ -218,6 +221,8 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], mode: str = "float64",
             values[node.id] = const_array(node, mode)
         else:
             values[node.id] = apply(node, [values[s] for s in node.srcs], mode)
+        for s in dead.get(node.id, ()):
+            del values[s]
     if keep:
         return values
     return [values[o] for o in graph.outputs]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import resource
 import secrets
 import signal
@@ -631,7 +630,10 @@ def run_child(module: str, request: dict, settings: Settings, backend: str) -> d
     judge's memory limit where MLX drives no GPU: a GPU context reserves far more address space
     than it uses, and MLX's CUDA build, which starts the GPU when imported, for the CPU's kernels
     too, fails under a cap of 16 GB ("cudaDeviceGetDefaultMemPool failed: out of memory", on the
-    H200), which once made every kernel the runtime gated there fail."""
+    H200), which once made every kernel the runtime gated there fail. The child keeps the memory it
+    frees for reuse (the warm allocator: a large graph's answer key drops each value after its last
+    reader, and glibc would otherwise unmap it and fault fresh pages in for the next), and imports
+    this package wherever it is started from (bench.child_command)."""
     limit = int(settings.memory_gb * 2**30)
     capped = backend not in backends.GPU and not backends.drives_gpu()
 
@@ -640,9 +642,9 @@ def run_child(module: str, request: dict, settings: Settings, backend: str) -> d
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     try:
-        proc = subprocess.run([sys.executable, "-m", module], input=json.dumps(request), text=True,
+        proc = subprocess.run(bench.child_command(module), input=json.dumps(request), text=True,
                               capture_output=True, timeout=settings.timeout_s, preexec_fn=limits,
-                              env={**os.environ, **bench.all_cores()})
+                              env=bench.condition_environment("warm"))
     except subprocess.TimeoutExpired:
         return {"passed": False, "reason": f"timed out after {settings.timeout_s:.0f} s (a hang or an "
                                            "endless loop)"}

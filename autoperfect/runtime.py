@@ -82,15 +82,21 @@ def only(f: Front, names: set[str]) -> Front | None:
 
 
 def gate(request: dict) -> dict:
-    """The gate's verdicts on the libraries of one kernel's variants ({"verdicts": {variant: verdict}}),
-    computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
+    """The gate's verdicts on the libraries of the variants of one or more kernels of a traced
+    function (request["libraries"]: {kernel: {variant: library}}; the reply's "verdicts" has the same
+    keys), computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
     (graphs[0]: judge.call_classes) and at the alternate shape (every input class), with every
     other region computed by MLX; the judge's ULP probes of the approximated functions it calls; and
-    one hidden draw. The variants are judged on the same draws, whose answer keys (references and
-    error bounds, most of a gate's time) are computed once, several at a time (`answer_keys`)."""
-    draws = [_draws(request["kernel"], g, n) for n, g in enumerate(request["graphs"])]
+    one hidden draw. Every variant of every kernel is judged on the same draws: an answer key is the
+    traced function's (its float64 outputs and their error bounds), whichever region a kernel
+    computes, so each (references and bounds, most of a gate's time) is computed once, several at a
+    time (`answer_keys`), for all of them."""
+    fronts = [front_of(Graph.from_json(g)) for g in request["graphs"]]
+    draws = {name: [_draws(name, f, n) for n, f in enumerate(fronts)] for name in request["libraries"]}
     keys = answer_keys(request, draws)
-    verdicts = {variant: gate_one(request, library, draws, keys) for variant, library in request["libraries"].items()}
+    verdicts = {name: {variant: gate_one(request, name, library, draws[name], keys)
+                       for variant, library in libraries.items()}
+                for name, libraries in request["libraries"].items()}
     for key in keys.values():  # keys no verdict needed (every variant failed first) are not computed
         key.cancel()
     return {"verdicts": verdicts}
@@ -98,9 +104,10 @@ def gate(request: dict) -> dict:
 
 @dataclass(frozen=True)
 class Draws:
-    """One graph of a gate's request as its checks see it: the front with only the gated kernel
+    """One graph of a gate's request as one kernel's checks see it: the front with only that kernel
     (None where the kernel is not among the graph's), the spec inputs are drawn from, the input
-    classes drawn and their seeds, and whether the op is exact."""
+    classes drawn and their seeds (the graph's: every kernel of it is judged on the same draws),
+    and whether the op is exact."""
     n: int
     label: dict
     f: Front | None
@@ -112,47 +119,48 @@ class Draws:
         return seed_for(self.spec.name, "gate", str(self.n), cls)
 
 
-def _draws(kernel: str, graph_json: dict, n: int) -> Draws:
-    traced = Graph.from_json(graph_json)
-    f, spec = only(front_of(traced), {kernel}), spec_of(traced)
+def _draws(kernel: str, front: Front, n: int) -> Draws:
+    f, spec = only(front, {kernel}), spec_of(front.traced)
     classes = judge.call_classes(spec) if n == 0 else tuple(judge.classes_for(spec))
     exact = f is not None and all(node.op in EXACT for node in f.canonical.nodes)
     return Draws(n, {i.name: list(i.shape) for i in spec.inputs}, f, spec, classes, exact)
 
 
-def answer_keys(request: dict, draws: list[Draws]) -> dict[tuple, Future]:
-    """Every draw's answer key, by (graph, class) and ("hidden", graph) for the hidden draw on the
-    last graph that has the kernel, computed in threads (numpy's loops over large arrays release
-    the GIL: three keys at 4096x4096 took 8.0 s one after another and 6.0 s on two threads here). A
-    key that fails to compute raises where a check asks for it, as it would have computed there.
-    Keys run at once only as far as their float64 values fit in half the memory the child may use
-    (`_key_workers`)."""
-    jobs = [((d.n, cls), d, cls, d.seed(cls)) for d in draws if d.f is not None for cls in d.classes]
-    last = [d for d in draws if d.f is not None][-1:]
-    jobs += [(("hidden", d.n), d, "normal", request["hidden_seed"]) for d in last]
-    pool = ThreadPoolExecutor(max_workers=_key_workers([d for _, d, _, _ in jobs]))
+def answer_keys(request: dict, draws: dict[str, list[Draws]]) -> dict[tuple, Future]:
+    """Every draw's answer key, by (graph, class), for each graph that has one of the kernels, and
+    ("hidden", graph) for the hidden draw on each kernel's last graph that has it; computed in threads
+    (numpy's loops over large arrays release the GIL: three keys at 4096x4096 took 8.0 s one after
+    another and 6.0 s on two threads here). A key is the graph's, not a kernel's (`gate`): each is
+    computed once for every kernel. A key that fails to compute raises where a check asks for it, as
+    it would have computed there. Keys run at once only as far as their float64 values fit in half
+    the memory the child may use (`_key_workers`)."""
+    jobs = {}
+    for kernel in draws.values():
+        have = [d for d in kernel if d.f is not None]
+        jobs.update({(d.n, cls): (d, cls, d.seed(cls)) for d in have for cls in d.classes})
+        jobs.update({("hidden", d.n): (d, "normal", request["hidden_seed"]) for d in have[-1:]})
+    pool = ThreadPoolExecutor(max_workers=_key_workers([d for d, _, _ in jobs.values()]))
     keys = {name: pool.submit(judge.answer_key, d.f, d.spec, cls, np.random.default_rng(seed), d.exact)
-            for name, d, cls, seed in jobs}
+            for name, (d, cls, seed) in jobs.items()}
     pool.shutdown(wait=False)
     return keys
 
 
-KEY_BYTES_PER_ELEMENT = 48  # a key's float64 values, bounds and flags per element of every node, and temporaries
+KEY_BYTES_PER_ELEMENT = 48  # a key's float64 values, bounds and flags per element live at once, and temporaries
 
 
 def _key_workers(draws: list[Draws]) -> int:
     if not draws:
         return 1
-    need = max(KEY_BYTES_PER_ELEMENT * sum(math.prod(n.shape) for n in d.f.canonical.nodes) for d in draws)
+    need = max(KEY_BYTES_PER_ELEMENT * max(d.f.traced.peak_elements(), d.f.canonical.peak_elements()) for d in draws)
     room = [b for b in (bench.available_bytes(), resource.getrlimit(resource.RLIMIT_AS)[0]) if b and b > 0]
     fit = int(min(room) // 2 // max(need, 1)) if room else 1
     return max(1, min(len(draws), os.cpu_count() or 1, fit))
 
 
-def gate_one(request: dict, library: str, draws: list[Draws], keys: dict[tuple, Future]) -> dict:
-    """One variant's verdict (see `gate`), on the draws' answer keys."""
+def gate_one(request: dict, name: str, library: str, draws: list[Draws], keys: dict[tuple, Future]) -> dict:
+    """One variant's verdict (see `gate`) of kernel `name`, on the draws' answer keys."""
     be = backends.get(request["backend"])
-    name = request["kernel"]
 
     def check(key, d, prog, cls):
         return judge.check_shape(d.f, prog, d.spec, cls, None, d.exact, key=keys[key].result())
@@ -187,27 +195,35 @@ def gate_one(request: dict, library: str, draws: list[Draws], keys: dict[tuple, 
     return {"passed": True, "shapes": report, "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}
 
 
-def quick_gate(graphs: list[Graph], backend: str, kernel: str, libraries: dict[str, str],
-               timeout_s: float) -> dict[str, dict]:
-    """Each variant's verdict ({variant: library} -> {variant: verdict}) from the gate's children,
-    under the judge's limits (judge.run_child): a crash or a hang is a verdict. The variants share
-    one child, which computes each draw's answer key once for all of them; where that child gives
-    no verdicts (a crash, a hang), each variant is gated again in a child of its own, so the crash
-    or the hang is the verdict of the variant that caused it. A verdict that ran out of time, or
-    whose child could not start MLX on the device, is marked `retry`: that says more about the
-    machine than about the kernel, so it is not remembered as a failure."""
-    request = {"graphs": [g.to_json() for g in graphs], "backend": backend, "kernel": kernel,
-               "libraries": libraries, "hidden_seed": secrets.randbits(63)}
-    # the shared child has one variant's time limit: a gate's time is mostly its answer keys, and a
-    # hang then costs two limits (the shared child's, the hanging variant's own) instead of n + 1
-    reply = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s), backend)
+def quick_gate(graphs: list[Graph], backend: str, libraries: dict[str, dict[str, str]],
+               timeout_s: float) -> dict[str, dict[str, dict]]:
+    """Each variant's verdict ({kernel: {variant: library}} -> {kernel: {variant: verdict}}) from the
+    gate's children, under the judge's limits (judge.run_child): a crash or a hang is a verdict.
+    The variants of every kernel share one child, which computes each draw's answer key once for
+    all of them; where that child gives no verdicts (a crash, a hang), each kernel is gated again
+    in a child of its own, then each of its variants, so the crash or the hang is the verdict of
+    the variant that caused it. A verdict that ran out of time, or whose child could not start MLX
+    on the device, is marked `retry`: that says more about the machine than about the kernel, so it
+    is not remembered as a failure."""
+    request = {"graphs": [g.to_json() for g in graphs], "backend": backend, "libraries": libraries,
+               "hidden_seed": secrets.randbits(63)}
+    # the shared child has one variant's time limit a kernel: a gate's time is mostly its answer
+    # keys, and a hang then costs a few limits (the shared children's, the hanging variant's own)
+    # instead of one a variant
+    reply = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=timeout_s * len(libraries)),
+                            backend)
     if "verdicts" in reply:
         return reply["verdicts"]
-    if len(libraries) > 1 and not reply.get("retry"):
-        return {v: quick_gate(graphs, backend, kernel, {v: lib}, timeout_s)[v] for v, lib in libraries.items()}
+    if not reply.get("retry"):
+        if len(libraries) > 1:
+            return {name: quick_gate(graphs, backend, {name: libs}, timeout_s)[name] for name, libs in libraries.items()}
+        ((name, libs),) = libraries.items()
+        if len(libs) > 1:
+            return {name: {v: quick_gate(graphs, backend, {name: {v: lib}}, timeout_s)[name][v]
+                           for v, lib in libs.items()}}
     if reply["reason"].startswith("timed out"):
         reply["retry"] = True
-    return {v: reply for v in libraries}
+    return {name: {v: reply for v in libs} for name, libs in libraries.items()}
 
 
 def main() -> None:
@@ -546,6 +562,27 @@ def rank(variants: list[str], timings: list[dict], dims: tuple[int, ...]) -> tup
     return timed + [v for v in variants if v not in near["median_s"]], near
 
 
+@dataclass
+class _Gating:
+    """One kernel on its way through `Jit._compile`: its candidates, the libraries built from them
+    by variant, the verdicts so far (a build's failure is one), and the order its variants are
+    gated in."""
+    k: Any
+    candidates: list
+    built: dict = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)
+    ranking: Ranking | None = None
+
+    def group(self, round_: int) -> list[str]:
+        """The variants gated in round 0 (the ranked first few, or all) and round 1 (the rest)."""
+        order = self.ranking.order if self.ranking else list(self.built)
+        cut = self.ranking.first if self.ranking else len(order)
+        return order[:cut] if round_ == 0 else order[cut:]
+
+    def passed(self) -> bool:
+        return any(d["passed"] for d in self.verdicts.values())
+
+
 class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
@@ -667,10 +704,9 @@ class Jit:
         if todo and self.allow_compile:
             graphs = [f.traced] + self._alternate(f.traced, binding)
             lap("trace")
-            for k in todo:
-                entry, why[k.name] = self._compile(k, f, graphs, args, lap)
+            for name, (entry, why[name]) in self._compile(todo, f, graphs, args, lap).items():
                 if entry is not None:
-                    found[k.name] = (entry, "compiled")
+                    found[name] = (entry, "compiled")
         for k in todo:
             why.setdefault(k.name, "not in the cache, and compiling is off (allow_compile=False)")
         fn = binding.function(self.fn)  # MLX's side: the function of the arrays alone
@@ -742,64 +778,83 @@ class Jit:
         except Exception:  # the function may trace at some shapes only; the call's shapes still count
             return []
 
-    def _compile(self, k, f: Front, graphs: list[Graph], args: tuple, lap) -> tuple[Any, str]:
-        """Render, build and gate every schedule variant of `k`; store the verdict; keep the fastest
-        variant that passed."""
+    def _compile(self, todo: list, f: Front, graphs: list[Graph], args: tuple, lap) -> dict[str, tuple[Any, str]]:
+        """Render, build and gate every schedule variant of each kernel in `todo`; store each verdict;
+        keep each kernel's fastest variant that passed ({kernel: (entry or None, why not)}). The
+        kernels are gated together (`quick_gate`: one child computes each draw's answer key once
+        for all of them), in at most two rounds: where a kernel's variants are ranked, its first few
+        are gated (and timed) first, the others only in the second round and only if none of those
+        passes."""
         be = backends.get(self.backend)
-        try:
-            candidates = provider("compiler").generate(k, self.backend)
-        except Unsupported as e:
-            return None, f"the {self.backend} backend can't render it: {e}"
+        jobs, done = [], {}
+        for k in todo:
+            try:
+                jobs.append(_Gating(k, provider("compiler").generate(k, self.backend)))
+            except Unsupported as e:
+                done[k.name] = None, f"the {self.backend} backend can't render it: {e}"
 
         def check_and_build(c):
-            checked = static.check(c.source, self.backend, k.name)
+            checked = static.check(c.source, self.backend, c.kernel)
             return checked, be.build(c.source, self.cache.build_dir(self.backend)) if checked.passed else None
 
+        candidates = [c for job in jobs for c in job.candidates]
         # the compilers run side by side (nvcc took 1.8 s a variant on the H200's host, one after another)
         with ThreadPoolExecutor(max_workers=max(1, min(len(candidates), os.cpu_count() or 1))) as pool:
-            results = list(pool.map(check_and_build, candidates))
-        built, verdicts = {}, {}
-        for c, (checked, build) in zip(candidates, results):
-            if build is not None and build.ok:
-                built[c.variant] = build.library
-            else:
-                why = build.log.strip()[-300:] if build is not None else checked.reason
-                verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
-        ranking = self._ranking(k, list(built))
-        order = ranking.order if ranking else list(built)
+            results = iter(list(pool.map(check_and_build, candidates)))
+        for job in jobs:
+            for c, (checked, build) in zip(job.candidates, results):
+                if build is not None and build.ok:
+                    job.built[c.variant] = build.library
+                else:
+                    why = build.log.strip()[-300:] if build is not None else checked.reason
+                    job.verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
+            job.ranking = self._ranking(job.k, list(job.built))
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
-        launches = [kern.launch for g in graphs for kern in front_of(g).kernels
-                    if kern is not None and kern.name == k.name] if prepare else []
         lap("compile")
-        # where the variants are ranked, the first few are gated (and timed) first, the others only
-        # if none of those passes
-        for group in (order[:ranking.first], order[ranking.first:]) if ranking else (order,):
-            if group and not any(d["passed"] for d in verdicts.values()):
-                if prepare:
-                    prepare(k, [built[v] for v in group], launches)
-                    lap("compile")
-                verdicts.update(quick_gate(graphs, self.backend, k.name, {v: built[v] for v in group},
-                                           self.timeout_s))
-                lap("gate")
-        lap("gate")
-        passed = {v: built[v] for v, verdict in verdicts.items() if verdict["passed"]}
-        source = {c.variant: c.source for c in candidates}
+        for round_ in (0, 1):
+            group = {job.k.name: job for job in jobs if job.group(round_) and not job.passed()}
+            if not group:
+                continue
+            if prepare:
+                for job in group.values():
+                    launches = [kern.launch for g in graphs for kern in front_of(g).kernels
+                                if kern is not None and kern.name == job.k.name]
+                    prepare(job.k, [job.built[v] for v in job.group(round_)], launches)
+                lap("compile")
+            gated = quick_gate(graphs, self.backend, {name: {v: job.built[v] for v in job.group(round_)}
+                                                      for name, job in group.items()}, self.timeout_s)
+            for name, verdicts in gated.items():
+                group[name].verdicts.update(verdicts)
+            lap("gate")
+        for job in jobs:
+            done[job.k.name] = self._keep(job, f, args)
+        lap("choose")
+        return done
+
+    def _keep(self, job: _Gating, f: Front, args: tuple) -> tuple[Any, str]:
+        """Store a gated kernel's verdict; where variants passed, the fastest of them timed on the
+        caller's arrays."""
+        k, verdicts, ranking = job.k, job.verdicts, job.ranking
+        passed = {v: job.built[v] for v, verdict in verdicts.items() if verdict["passed"]}
+        source = {c.variant: c.source for c in job.candidates}
         summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
                    for v, d in verdicts.items()}
         if ranking:
             summary.update({v: {"gated": False, "reason": f"not gated: ranked below "
-                                f"{', '.join(order[:ranking.first])} {ranking.by}"} for v in built if v not in verdicts})
+                                f"{', '.join(ranking.order[:ranking.first])} {ranking.by}"}
+                            for v in job.built if v not in verdicts})
         if not passed:
-            variant = candidates[0].variant
+            variant = job.candidates[0].variant
             verdict = verdicts[variant]
             if not any(d.get("retry") for d in verdicts.values()):
                 self.cache.store(k, self.backend, variant, source[variant], None,
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {},
-                  **({"ranked_by": {**ranking.record, "order": order}} if ranking else {})}
+                  **({"ranked_by": {**ranking.record, "order": ranking.order}} if ranking else {})}
         if len(passed) > 1:
             # the variants are verified now: time them here, on the caller's arrays
+            be = backends.get(self.backend)
             rounds, queued = timing(be)
             choice = {**choice, **contenders.choose_variants(only(f, {k.name}), {k.name: passed},
                                                              _timing_arrays(args), be,
@@ -809,7 +864,6 @@ class Jit:
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],
                                  {**verdicts[variant], "gate": "quick", "variants": summary}, choice,
                                  "runtime")
-        lap("choose")
         return entry, ""
 
     def _ranking(self, k, variants: list[str]) -> Ranking | None:

@@ -33,7 +33,7 @@ def in_process(module, request, settings, backend):
     profile.enable()
     verdicts = runtime.gate(request)
     profile.disable()
-    print(f"gate in-process {time.perf_counter() - start:.1f} s, variants {len(request['libraries'])}")
+    print(f"gate in-process {time.perf_counter() - start:.1f} s, variants {sum(map(len, request['libraries'].values()))}")
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats(sys.argv[2] if len(sys.argv) > 2 else "tottime").print_stats(30)
     print(text.getvalue()[:6000])
@@ -69,7 +69,7 @@ def calls(module, request, settings, backend):
     kernel.run_numpy = run_numpy
     start = time.perf_counter()
     verdicts = runtime.gate(request)
-    print(f"gate in-process {time.perf_counter() - start:.1f} s, variants {len(request['libraries'])}")
+    print(f"gate in-process {time.perf_counter() - start:.1f} s, variants {sum(map(len, request['libraries'].values()))}")
     for r in rows:
         print(f"  {r['elements']:>10} elements {'new ' if r['new'] else 'seen'} {r['s'] * 1e3:8.1f} ms, "
               f"eval {r['eval'] * 1e3:8.1f} ms")

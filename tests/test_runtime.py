@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-import math
+import os
 import re
 import time
 import warnings
@@ -256,15 +256,31 @@ def test_a_gate_child_that_cannot_start_mlx_is_retried_not_remembered(tmp_path, 
     (fake / "__init__.py").write_text("")
     (fake / "core.py").write_text("raise ImportError('cudaMallocManaged(&data, size) failed: out of memory')\n")
     repo = str(Path(__file__).resolve().parents[1])
+    # where MLX itself comes from PYTHONPATH (the device's install in /tmp/site), the retry keeps it
+    path = os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))
     x, b = arrays("no device", (4, 40), (40,))
-    monkeypatch.setenv("PYTHONPATH", f"{fake.parent}:{repo}")  # the gate's children import the fake
+    monkeypatch.setenv("PYTHONPATH", f"{fake.parent}{os.pathsep}{path}")  # the gate's children import the fake
     f = jit(swish_shift, cache_dir=tmp_path / "kernels")
     assert np.array_equal(np.array(f(x, b)), np.array(swish_shift(x, b)))
     assert "could not start MLX: ImportError: cudaMallocManaged" in f.last_trace.misses[0]
-    monkeypatch.setenv("PYTHONPATH", repo)
+    monkeypatch.setenv("PYTHONPATH", path)
     again = jit(swish_shift, cache_dir=tmp_path / "kernels")
     assert_close(again(x, b), swish_shift(x, b))
     assert [r.cache for r in again.last_trace.kernels] == ["compiled"], again.last_trace.describe()
+
+
+def test_the_gates_child_imports_this_package_wherever_the_caller_runs(tmp_path, monkeypatch):
+    """Started from a directory that holds another `autoperfect` (a checkout of another version),
+    the gate's child still judges with the caller's package: `python -m` would put the working
+    directory first on its path."""
+    other = tmp_path / "elsewhere" / "autoperfect"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("raise ImportError('the wrong autoperfect')\n")
+    monkeypatch.chdir(other.parent)
+    x, b = arrays("elsewhere", (4, 40), (40,))
+    f = jit(swish_shift, cache_dir=tmp_path / "kernels")
+    assert_close(f(x, b), swish_shift(x, b))
+    assert [r.cache for r in f.last_trace.kernels] == ["compiled"], f.last_trace.describe()
 
 
 def test_auto_compiles_for_mlxs_default_device(monkeypatch):
@@ -332,12 +348,65 @@ def test_the_gate_computes_each_draws_answer_key_once_for_every_variant(monkeypa
     made = []
     real_key = runtime.judge.answer_key
     monkeypatch.setattr(runtime.judge, "answer_key", lambda *a, **kw: made.append(a[2]) or real_key(*a, **kw))
-    reply = runtime.gate({"graphs": [traced.to_json()], "backend": "cpu", "kernel": k.name,
-                          "libraries": libraries, "hidden_seed": 7})
-    assert set(reply["verdicts"]) == set(libraries)
-    assert all(v["passed"] for v in reply["verdicts"].values()), reply
+    reply = runtime.gate({"graphs": [traced.to_json()], "backend": "cpu", "libraries": {k.name: libraries},
+                          "hidden_seed": 7})
+    assert set(reply["verdicts"][k.name]) == set(libraries)
+    assert all(v["passed"] for v in reply["verdicts"][k.name].values()), reply
     # the call's three classes and the hidden draw, once each (computed in threads: in any order)
     assert sorted(made) == ["normal", "normal", "offset", "special"]
+
+def two_regions(x, b):
+    return mx.sum(x * b, axis=0), mx.softmax(x + b, axis=-1)
+
+
+def test_one_child_gates_every_kernel_of_a_call_on_answer_keys_computed_once(monkeypatch):
+    """An answer key is the traced function's, whichever region a kernel computes: the gate judges
+    two kernels' variants on keys computed once for both, as many as for one kernel."""
+    traced = runtime.trace(two_regions, [("x", (4, 40), "float32"), ("b", (40,), "float32")])
+    ks = [k for k in runtime.front_of(traced).kernels if k is not None]
+    assert len(ks) == 2
+    libraries = {k.name: {c.variant: cpu.build(c.source).library
+                          for c in real_provider("compiler").generate(k, "cpu")[:2]} for k in ks}
+    made = []
+    real_key = runtime.judge.answer_key
+    monkeypatch.setattr(runtime.judge, "answer_key", lambda *a, **kw: made.append(a[2]) or real_key(*a, **kw))
+    reply = runtime.gate({"graphs": [traced.to_json()], "backend": "cpu", "libraries": libraries, "hidden_seed": 7})
+    assert {k: set(v) for k, v in reply["verdicts"].items()} == {k: set(v) for k, v in libraries.items()}
+    assert all(v["passed"] for vs in reply["verdicts"].values() for v in vs.values()), reply
+    assert sorted(made) == ["normal", "normal", "offset", "special"]
+
+
+def test_a_calls_kernels_are_gated_together_and_a_crash_is_charged_to_its_own_kernel(tmp_path, monkeypatch):
+    """A first call's kernels share the gate's child; when it crashes, each kernel is gated again
+    in a child of its own, and the one that crashed again gates each of its variants alone: the
+    other kernel passes in its one child, and the crashing variant's kernel runs another variant."""
+    names = [k.name for k in runtime.front_of(runtime.trace(
+        two_regions, [("x", (6, 50), "float32"), ("b", (50,), "float32")])).kernels if k is not None]
+    gated = []
+    real = runtime.quick_gate
+
+    def recording(graphs, backend, libraries, timeout_s):
+        gated.append({k: sorted(v) for k, v in libraries.items()})
+        return real(graphs, backend, libraries, timeout_s)
+
+    monkeypatch.setattr(runtime, "quick_gate", recording)
+    monkeypatch.setattr(runtime, "provider", lambda name: Mutating(null_write, kernels={names[0]}, first_only=True))
+    x, b = arrays("two regions", (6, 50), (50,))
+    f = jit(two_regions, cache_dir=tmp_path)
+    for got, want in zip(f(x, b), two_regions(x, b)):
+        assert_close(got, want)
+    assert list(gated[0]) == names  # both kernels in the first child
+    assert gated[1] == {names[0]: gated[0][names[0]]}  # the crash: the first kernel alone, crashing again
+    alone = gated[2:-1]  # then each of its variants
+    assert sorted(v for g in alone for v in g[names[0]]) == gated[0][names[0]]
+    assert gated[-1] == {names[1]: gated[0][names[1]]}  # the other kernel in a child of its own
+    assert [r.runs for r in f.last_trace.kernels] == names
+    entries = {e["kernel"]["name"]: e for e in (json.loads(p.read_text()) for p in entry_files(tmp_path))}
+    crashed = {k: [v for v, d in e["verdict"]["variants"].items() if not d["passed"]] for k, e in entries.items()}
+    assert crashed[names[1]] == [] and len(crashed[names[0]]) == 1
+    assert "crashed with SIGSEGV" in entries[names[0]]["verdict"]["variants"][crashed[names[0]][0]]["reason"]
+    assert entries[names[0]]["variant"] != crashed[names[0]][0]
+
 
 def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
     (x,) = arrays("partial", (6, 20))
@@ -552,11 +621,12 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
     gated, fail_first = [], []
     real = runtime.quick_gate
 
-    def recording(graphs, backend, kernel, libraries, timeout_s):
-        gated.append(sorted(libraries))
+    def recording(graphs, backend, libraries, timeout_s):
+        ((kernel, libs),) = libraries.items()
+        gated.append(sorted(libs))
         if fail_first and len(gated) == fail_first[0]:
-            return {v: {"passed": False, "reason": "planted failure"} for v in libraries}
-        return real(graphs, backend, kernel, libraries, timeout_s)
+            return {kernel: {v: {"passed": False, "reason": "planted failure"} for v in libs}}
+        return real(graphs, backend, libraries, timeout_s)
 
     monkeypatch.setattr(runtime, "quick_gate", recording)
     x, b = arrays("ranked", (32, 64), (64,))
@@ -592,12 +662,13 @@ def test_a_backend_that_prepares_gets_each_gated_groups_libraries_at_the_gates_l
     events, fail = [], []
     real = runtime.quick_gate
 
-    def gate(graphs, backend, kernel, libraries, timeout_s):
-        events.append(("gate", sorted(libraries.values())))
+    def gate(graphs, backend, libraries, timeout_s):
+        ((kernel, libs),) = libraries.items()
+        events.append(("gate", sorted(libs.values())))
         if fail:  # the ranked group fails: the rest is gated, and must have been prepared too
             fail.clear()
-            return {v: {"passed": False, "reason": "planted failure"} for v in libraries}
-        return real(graphs, backend, kernel, libraries, timeout_s)
+            return {kernel: {v: {"passed": False, "reason": "planted failure"} for v in libs}}
+        return real(graphs, backend, libraries, timeout_s)
 
     monkeypatch.setattr(cpu, "prepare",
                         lambda k, libs, launches: events.append(("prepare", sorted(libs), launches)), raising=False)
@@ -624,9 +695,10 @@ def test_the_gates_answer_keys_run_at_once_only_as_far_as_memory_allows(monkeypa
     """Keys are computed in threads, as many as there are draws and cores, unless their float64
     values would not fit in half the memory: then fewer, and one at least."""
     traced = runtime.trace(swish_shift, [("x", (64, 1024), "float32"), ("b", (1024,), "float32")])
-    draws = [runtime._draws(next(k for k in runtime.front_of(traced).kernels if k is not None).name,
-                            traced.to_json(), 0)] * 3
-    need = runtime.KEY_BYTES_PER_ELEMENT * sum(math.prod(n.shape) for n in draws[0].f.canonical.nodes)
+    front = runtime.front_of(traced)
+    draws = [runtime._draws(next(k for k in front.kernels if k is not None).name, front, 0)] * 3
+    f = draws[0].f
+    need = runtime.KEY_BYTES_PER_ELEMENT * max(f.traced.peak_elements(), f.canonical.peak_elements())
     monkeypatch.setattr(runtime.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(runtime.bench, "available_bytes", lambda: 100 * need)
     assert runtime._key_workers(draws) == 3

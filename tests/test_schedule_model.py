@@ -127,12 +127,13 @@ def test_a_kernel_never_timed_gates_the_models_best_ranked_variants_first(tmp_pa
     gated, fail_first = [], []
     real = runtime.quick_gate
 
-    def recording(graphs, backend, kernel_name, libraries, timeout_s):
-        gated.append(sorted(libraries))
+    def recording(graphs, backend, libraries, timeout_s):
+        ((kernel_name, libs),) = libraries.items()
+        gated.append(sorted(libs))
         if fail_first:
             fail_first.clear()
-            return {v: {"passed": False, "reason": "planted failure"} for v in libraries}
-        return real(graphs, backend, kernel_name, libraries, timeout_s)
+            return {kernel_name: {v: {"passed": False, "reason": "planted failure"} for v in libs}}
+        return real(graphs, backend, libraries, timeout_s)
 
     monkeypatch.setattr(runtime, "quick_gate", recording)
     fn, sig = FUNCTIONS["gelu"]
@@ -182,9 +183,10 @@ def test_variants_turning_a_knob_no_timed_launch_varied_are_gated_beside_the_mod
     gated = []
     real = runtime.quick_gate
 
-    def recording(graphs, backend, kernel_name, libraries, timeout_s):
-        gated.append(sorted(libraries))
-        return real(graphs, backend, kernel_name, libraries, timeout_s)
+    def recording(graphs, backend, libraries, timeout_s):
+        ((libs,),) = [libraries.values()]
+        gated.append(sorted(libs))
+        return real(graphs, backend, libraries, timeout_s)
 
     monkeypatch.setattr(runtime, "quick_gate", recording)
     x = mx.array(np.random.default_rng(seed_for("test_schedule_model", "max0")).standard_normal((32, 64),
