@@ -579,8 +579,9 @@ class _Gating:
         cut = self.ranking.first if self.ranking else len(order)
         return order[:cut] if round_ == 0 else order[cut:]
 
-    def passed(self) -> bool:
-        return any(d["passed"] for d in self.verdicts.values())
+    def passing(self) -> dict[str, str]:
+        """{variant: library} of the variants that passed, in the order they were gated."""
+        return {v: self.built[v] for v, d in self.verdicts.items() if d["passed"]}
 
 
 class Jit:
@@ -784,7 +785,9 @@ class Jit:
         kernels are gated together (`quick_gate`: one child computes each draw's answer key once
         for all of them), in at most two rounds: where a kernel's variants are ranked, its first few
         are gated (and timed) first, the others only in the second round and only if none of those
-        passes."""
+        passes. The variants that passed are then timed on the caller's arrays, every kernel's in
+        the plan it will run in (the other kernels' regions running their verified variants, not
+        MLX's ops)."""
         be = backends.get(self.backend)
         jobs, done = [], {}
         for k in todo:
@@ -812,7 +815,7 @@ class Jit:
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
         lap("compile")
         for round_ in (0, 1):
-            group = {job.k.name: job for job in jobs if job.group(round_) and not job.passed()}
+            group = {job.k.name: job for job in jobs if job.group(round_) and not job.passing()}
             if not group:
                 continue
             if prepare:
@@ -826,16 +829,25 @@ class Jit:
             for name, verdicts in gated.items():
                 group[name].verdicts.update(verdicts)
             lap("gate")
+        passed = {job.k.name: job.passing() for job in jobs if job.passing()}
+        chosen = {}
+        if any(len(libs) > 1 for libs in passed.values()):
+            # the variants are verified now: time them here, on the caller's arrays, each kernel's
+            # with the others' first verified variants in their regions (the plan they will run in)
+            rounds, queued = timing(be)
+            chosen = contenders.choose_variants(only(f, set(passed)), passed, _timing_arrays(args), be,
+                                                seed_for(*sorted(passed), "variants"), rounds=rounds,
+                                                pipeline=queued)
         for job in jobs:
-            done[job.k.name] = self._keep(job, f, args)
+            done[job.k.name] = self._keep(job, chosen.get(job.k.name))
         lap("choose")
         return done
 
-    def _keep(self, job: _Gating, f: Front, args: tuple) -> tuple[Any, str]:
-        """Store a gated kernel's verdict; where variants passed, the fastest of them timed on the
-        caller's arrays."""
+    def _keep(self, job: _Gating, timed: dict | None) -> tuple[Any, str]:
+        """Store a gated kernel's verdict and, where variants passed, the choice among them (`timed`:
+        contenders.choose_variants' where several did)."""
         k, verdicts, ranking = job.k, job.verdicts, job.ranking
-        passed = {v: job.built[v] for v, verdict in verdicts.items() if verdict["passed"]}
+        passed = job.passing()
         source = {c.variant: c.source for c in job.candidates}
         summary = {v: {"passed": d["passed"], **({"reason": d["reason"]} if "reason" in d else {})}
                    for v, d in verdicts.items()}
@@ -851,15 +863,8 @@ class Jit:
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"
         choice = {"chosen": next(iter(passed)), "median_s": {},
-                  **({"ranked_by": {**ranking.record, "order": ranking.order}} if ranking else {})}
-        if len(passed) > 1:
-            # the variants are verified now: time them here, on the caller's arrays
-            be = backends.get(self.backend)
-            rounds, queued = timing(be)
-            choice = {**choice, **contenders.choose_variants(only(f, {k.name}), {k.name: passed},
-                                                             _timing_arrays(args), be,
-                                                             seed_for(k.name, "variants"), rounds=rounds,
-                                                             pipeline=queued)[k.name]}
+                  **({"ranked_by": {**ranking.record, "order": ranking.order}} if ranking else {}),
+                  **(timed or {})}
         variant = choice["chosen"]
         entry = self.cache.store(k, self.backend, variant, source[variant], passed[variant],
                                  {**verdicts[variant], "gate": "quick", "variants": summary}, choice,

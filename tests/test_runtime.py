@@ -408,6 +408,30 @@ def test_a_calls_kernels_are_gated_together_and_a_crash_is_charged_to_its_own_ke
     assert entries[names[0]]["variant"] != crashed[names[0]][0]
 
 
+def test_each_kernels_variants_are_timed_in_the_plan_they_will_run_in(tmp_path, monkeypatch):
+    """The verified variants of a call's kernels are timed together: each kernel's with the other's
+    first verified variant running its region (not MLX's ops, which on the CPU would take most of
+    each timed call), and each entry records the medians its choice was made on."""
+    timed = []
+    real = runtime.contenders.choose_variants
+
+    def recording(f, variants, *args, **kwargs):
+        timed.append(([k.name for k in f.kernels if k is not None], {k: sorted(v) for k, v in variants.items()}))
+        return real(f, variants, *args, **kwargs)
+
+    monkeypatch.setattr(runtime.contenders, "choose_variants", recording)
+    x, b = arrays("timed together", (6, 50), (50,))
+    f = jit(two_regions, cache_dir=tmp_path, race=False)
+    for got, want in zip(f(x, b), two_regions(x, b)):
+        assert_close(got, want)
+    ((in_front, variants),) = timed
+    assert sorted(in_front) == sorted(variants) and len(variants) == 2
+    assert all(len(v) > 1 for v in variants.values())
+    for e in (json.loads(p.read_text()) for p in entry_files(tmp_path)):
+        assert sorted(e["bench"]["median_s"]) == variants[e["kernel"]["name"]]
+        assert e["variant"] == min(e["bench"]["median_s"], key=e["bench"]["median_s"].get)
+
+
 def test_a_region_that_fails_the_gate_runs_in_mlx_while_the_others_run_kernels(tmp_path, monkeypatch):
     (x,) = arrays("partial", (6, 20))
     names = [k.name for k in runtime.front_of(
