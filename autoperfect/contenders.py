@@ -208,7 +208,11 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
                     baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1,
                     pipeline: int = 1) -> dict[str, dict]:
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
-    fastest. The variants are interleaved with the `baselines` too, in rounds of their own before
+    fastest. Where several kernels have several variants, each is timed beside the others' likely
+    choices: theirs where made already, else the fastest of one call each (a first look), never a
+    first variant that may be far slower (a column reduction's row schedule took 13 ms where its
+    choice took 2.7, beside a 2 ms kernel whose variants were being told apart). The variants are
+    interleaved with the `baselines` too, in rounds of their own before
     the benchmark's: a variant is chosen in the state the benchmark will time it in (caches that
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
     The two disagree: rmsnorm 4096x1024 with streaming stores took 1.53 ms against 1.15 ms with
@@ -222,15 +226,22 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     reaching 1 says the two are not told apart in these rounds)."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
+
+    def calls_of(kname: str, libs: dict[str, str]) -> dict[str, Callable]:
+        return {vname: pipelined(program(f, {**first, kname: be.Kernel(kernels[kname], lib)}), arrays, pipeline)
+                for vname, lib in sorted(libs.items())}
+
+    several = {kname: libs for kname, libs in sorted(variants.items()) if len(libs) > 1}
+    if len(several) > 1:
+        for kname, libs in several.items():
+            look = bench.time_interleaved(calls_of(kname, libs), 1, 1, seed, burst)
+            first[kname] = be.Kernel(kernels[kname], libs[min(look, key=lambda v: look[v][0])])
     choice = {}
     for kname, libs in sorted(variants.items()):
         if len(libs) < 2:
             choice[kname] = {"chosen": next(iter(libs)), "median_s": {}}
             continue
-        calls = {}
-        for vname, lib in sorted(libs.items()):
-            loaded = {**first, kname: be.Kernel(kernels[kname], lib)}
-            calls[vname] = pipelined(program(f, loaded), arrays, pipeline)
+        calls = calls_of(kname, libs)
         timed = {**(baselines or {}), **calls}
         # at least one balanced block: each variant after each contender as often as the others
         used = max(rounds, bench.balanced_block(len(timed)))
@@ -240,6 +251,8 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         choice[kname] = {"chosen": chosen, "median_s": medians, "rounds": used,
                          "over_runner_up": {"variant": runner_up,
                                             **bench.speedup(samples[chosen], samples[runner_up], seed)}}
+        # the kernels timed after it run it as chosen: closer to the program that will run
+        first[kname] = be.Kernel(kernels[kname], libs[chosen])
     return choice
 
 

@@ -111,8 +111,10 @@ class Program:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # -- the judge's path ----------------------------------------------------------------------------
-    def run_guarded(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Outputs as numpy arrays; raises IntegrityError when a kernel misbehaves."""
+    def run_guarded(self, inputs: Sequence[np.ndarray], outputs: Sequence[int] | None = None) -> list[np.ndarray]:
+        """Outputs as numpy arrays (those at the positions `outputs`, or all); raises IntegrityError
+        when a kernel misbehaves. A region MLX computes is evaluated only as far as a kernel or an
+        output asked for reads it (MLX is lazy)."""
         import mlx.core as mx
 
         env: dict[int, object] = {n.id: mx.array(x).astype(dtypes.to_mlx(n.dtype))
@@ -127,7 +129,8 @@ class Program:
             outs = guarded_call(step.run, k, ins)
             for node, value in zip(k.binds[len(k.inputs):], outs):
                 env[node] = _device(value, self.graph.nodes[node].dtype)
-        return [_host(self._mlx_value(env, o), self.graph.nodes[o].dtype) for o in self.graph.outputs]
+        wanted = self.graph.outputs if outputs is None else [self.graph.outputs[j] for j in outputs]
+        return [_host(self._mlx_value(env, o), self.graph.nodes[o].dtype) for o in wanted]
 
 
 def _host(a, dtype: str) -> np.ndarray:

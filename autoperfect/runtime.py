@@ -5,7 +5,7 @@ fused region is looked up in the kernel cache (cache.py). A verified entry is di
 one is compiled by the compiler provider, when allowed, and must pass the quick gate first: the
 judge's checks at the call's shapes and at one small alternate shape, in a child process (a crash
 or a hang is a verdict), each kernel judged with every other region left to MLX, so a verdict
-belongs to one region. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
+belongs to one region, on the outputs its values reach. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
 a kernel that fails when called turns its signature back to eager MLX: nothing that did not pass the
 judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
 the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a
@@ -86,7 +86,7 @@ def gate(request: dict) -> dict:
     function (request["libraries"]: {kernel: {variant: library}}; the reply's "verdicts" has the same
     keys), computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
     (graphs[0]: judge.call_classes) and at the alternate shape (every input class), with every
-    other region computed by MLX; the judge's ULP probes of the approximated functions it calls; and
+    other region computed by MLX, on the outputs the kernel's values reach (`reached`); the judge's ULP probes of the approximated functions it calls; and
     one hidden draw. Every variant of every kernel is judged on the same draws: an answer key is the
     traced function's (its float64 outputs and their error bounds), whichever region a kernel
     computes, so each (references and bounds, most of a gate's time) is computed once, several at a
@@ -114,6 +114,7 @@ class Draws:
     spec: OpSpec
     classes: tuple[str, ...]
     exact: bool
+    outputs: tuple[int, ...] = ()  # the positions of the graph's outputs the kernel's values reach
 
     def seed(self, cls: str) -> int:
         return seed_for(self.spec.name, "gate", str(self.n), cls)
@@ -123,7 +124,24 @@ def _draws(kernel: str, front: Front, n: int) -> Draws:
     f, spec = only(front, {kernel}), spec_of(front.traced)
     classes = judge.call_classes(spec) if n == 0 else tuple(judge.classes_for(spec))
     exact = f is not None and all(node.op in EXACT for node in f.canonical.nodes)
-    return Draws(n, {i.name: list(i.shape) for i in spec.inputs}, f, spec, classes, exact)
+    label = {i.name: list(i.shape) for i in spec.inputs}
+    if f is None:
+        return Draws(n, label, f, spec, classes, exact)
+    return Draws(n, label, f, spec, classes, exact, reached(f.canonical, next(k for k in f.kernels if k is not None)))
+
+
+def reached(graph: Graph, k) -> tuple[int, ...]:
+    """The positions of `graph`'s outputs that kernel `k`'s values reach. Only those say anything of
+    the kernel: the others are MLX's alone, and a gate that asks for none of them leaves MLX's
+    regions that compute only them unevaluated (Program.run_guarded)."""
+    users, seen = graph.users(), set(k.binds[len(k.inputs):])
+    todo = list(seen)
+    while todo:
+        for u in users[todo.pop()]:
+            if u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return tuple(j for j, o in enumerate(graph.outputs) if o in seen)
 
 
 def answer_keys(request: dict, draws: dict[str, list[Draws]]) -> dict[tuple, Future]:
@@ -163,7 +181,7 @@ def gate_one(request: dict, name: str, library: str, draws: list[Draws], keys: d
     be = backends.get(request["backend"])
 
     def check(key, d, prog, cls):
-        return judge.check_shape(d.f, prog, d.spec, cls, None, d.exact, key=keys[key].result())
+        return judge.check_shape(d.f, prog, d.spec, cls, None, d.exact, key=keys[key].result(), outputs=d.outputs)
 
     report, last, first, useful = [], None, None, 0
     for d in draws:

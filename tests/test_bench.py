@@ -296,6 +296,41 @@ def test_variants_are_chosen_per_call_when_pipelined(monkeypatch):
     assert versus["variant"] == "slow" and versus["ci95"][0] > 1.5 and choice["k"]["rounds"] == 3
 
 
+def test_each_kernels_variants_are_timed_beside_the_others_likely_choices(monkeypatch):
+    """With two kernels of several variants each, a first look (one call a variant) picks each
+    kernel's likely choice, and each is then timed with the other at it (at its choice, once made),
+    never at a first variant that may be far slower than what will run."""
+    from autoperfect import contenders
+
+    cost = {"a": {"a1": 3.0, "a2": 1.0, "a3": 2.0}, "b": {"b1": 9.0, "b2": 4.0, "b3": 1.0}}
+    looks, contexts = [], []
+
+    class Kernel:
+        def __init__(self, k, lib):
+            self.name, self.lib = k.name, lib
+
+    def program(f, loaded):
+        return dict((name, kern.lib) for name, kern in loaded.items())
+
+    def time_interleaved(calls, warmup, rounds, seed, burst=1):
+        (looks if rounds == 1 else contexts).append({v: dict(loaded) for v, loaded in calls.items()})
+        return {v: [sum(cost[k][lib] for k, lib in loaded.items())] * rounds for v, loaded in calls.items()}
+
+    class F:
+        kernels = [type("K", (), {"name": n})() for n in ("a", "b")]
+    monkeypatch.setattr(contenders, "program", program)
+    monkeypatch.setattr(contenders, "pipelined", lambda fn, args, n: fn)
+    monkeypatch.setattr(contenders.bench, "time_interleaved", time_interleaved)
+    monkeypatch.setattr(contenders.bench, "speedup", lambda a, b, seed: {"median": 1.0, "ci95": [1.0, 1.0]})
+    be = type("Backend", (), {"Kernel": Kernel})
+    choice = contenders.choose_variants(F(), {k: {v: v for v in c} for k, c in cost.items()}, (), be, seed=3)
+    assert [c["chosen"] for c in choice.values()] == ["a2", "b3"]
+    # the first look at a's variants had b at its first variant, b's had a at a's fastest look
+    assert {ctx["b"] for ctx in looks[0].values()} == {"b1"} and {ctx["a"] for ctx in looks[1].values()} == {"a2"}
+    # the rounds that chose: each kernel beside the other's likely choice
+    assert {ctx["b"] for ctx in contexts[0].values()} == {"b3"} and {ctx["a"] for ctx in contexts[1].values()} == {"a2"}
+
+
 def test_a_steady_burst_takes_enough_copies_of_the_inputs_to_pass_the_caches():
     """roofline.BEYOND times the caches over the bytes each call reads, rounded up; one copy when
     one call reads past that already, or where no cache is known; never more than STEADY_MAX_SETS."""

@@ -18,6 +18,7 @@ import pytest
 import autoperfect
 from autoperfect import cache as kcache
 from autoperfect import native, runtime
+from autoperfect import program as program_module
 from autoperfect.backends import cpu
 from autoperfect.generate import provider as real_provider
 from autoperfect.spec import seed_for
@@ -374,6 +375,37 @@ def test_one_child_gates_every_kernel_of_a_call_on_answer_keys_computed_once(mon
     assert {k: set(v) for k, v in reply["verdicts"].items()} == {k: set(v) for k, v in libraries.items()}
     assert all(v["passed"] for vs in reply["verdicts"].values() for v in vs.values()), reply
     assert sorted(made) == ["normal", "normal", "offset", "special"]
+
+
+def chained(x, b):
+    s = mx.sum(x * b, axis=0)
+    return s, mx.softmax(x + s, axis=-1)
+
+
+@pytest.mark.parametrize("fn, reach", [(two_regions, [(0,), (1,)]), (chained, [(0, 1), (1,)])],
+                         ids=["independent", "chained"])
+def test_a_kernel_is_judged_on_the_outputs_its_values_reach_and_mlx_asked_for_no_other(fn, reach, monkeypatch):
+    """A gated kernel's checks compare the outputs its values reach and no other (the others are
+    MLX's alone): the guarded run hosts those only, so a region of MLX's that only another output
+    needs is never evaluated (MLX is lazy)."""
+    traced = runtime.trace(fn, [("x", (6, 50), "float32"), ("b", (50,), "float32")])
+    front = runtime.front_of(traced)
+    ks = [k for k in front.kernels if k is not None]
+    assert [runtime.reached(front.canonical, k) for k in ks] == reach
+    x, b = arrays("reach", (6, 50), (50,))
+    xs = [np.array(x), np.array(b)]
+    for k, outputs in zip(ks, reach):
+        built = cpu.build(real_provider("compiler").generate(k, "cpu")[0].source).library
+        prog = runtime.program(runtime.only(front, {k.name}), {k.name: cpu.Kernel(k, built)})
+        full = prog.run_guarded(xs)
+        hosted = []
+        real_host = program_module._host
+        monkeypatch.setattr(program_module, "_host", lambda a, dtype: hosted.append(a.shape) or real_host(a, dtype))
+        got = prog.run_guarded(xs, outputs)
+        monkeypatch.setattr(program_module, "_host", real_host)
+        assert [g.tolist() for g in got] == [full[j].tolist() for j in outputs]
+        # the kernel's inputs and the outputs asked for, nothing else
+        assert hosted == [front.canonical.nodes[i].shape for i in k.binds[:len(k.inputs)]] + [full[j].shape for j in outputs]
 
 
 def test_a_calls_kernels_are_gated_together_and_a_crash_is_charged_to_its_own_kernel(tmp_path, monkeypatch):
