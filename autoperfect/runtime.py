@@ -5,9 +5,9 @@ fused region is looked up in the kernel cache (cache.py). A verified entry is di
 one is compiled by the compiler provider, when allowed, and must pass the quick gate first: the
 judge's checks at the call's shapes and at one small alternate shape, in a child process (a crash
 or a hang is a verdict), each kernel judged with every other region left to MLX, so a verdict
-belongs to one region, on the outputs its values reach. Whatever can't be traced, rendered, built or verified runs as eager MLX, and
-a kernel that fails when called turns its signature back to eager MLX: nothing that did not pass the
-judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
+belongs to one region, on the outputs its values reach. Whatever can't be traced, rendered, built
+or verified runs as eager MLX, and a kernel that fails when called turns its signature back to eager
+MLX: nothing that did not pass the judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
 the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a
 `CallTrace` (`f.last_trace`) saying which region ran which kernel, where it came from, how long it
 took, the user's source lines it computes, and why anything ran in MLX; `f.stats()` sums them up.
@@ -86,8 +86,8 @@ def gate(request: dict) -> dict:
     function (request["libraries"]: {kernel: {variant: library}}; the reply's "verdicts" has the same
     keys), computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
     (graphs[0]: judge.call_classes) and at the alternate shape (every input class), with every
-    other region computed by MLX, on the outputs the kernel's values reach (`reached`); the judge's ULP probes of the approximated functions it calls; and
-    one hidden draw. Every variant of every kernel is judged on the same draws: an answer key is the
+    other region computed by MLX, on the outputs the kernel's values reach (`reached`); the judge's
+    ULP probes of the approximated functions it calls; and one hidden draw. Every variant of every kernel is judged on the same draws: an answer key is the
     traced function's (its float64 outputs and their error bounds), whichever region a kernel
     computes, so each (references and bounds, most of a gate's time) is computed once, several at a
     time (`answer_keys`), for all of them."""
@@ -234,7 +234,8 @@ def quick_gate(graphs: list[Graph], backend: str, libraries: dict[str, dict[str,
         return reply["verdicts"]
     if not reply.get("retry"):
         if len(libraries) > 1:
-            return {name: quick_gate(graphs, backend, {name: libs}, timeout_s)[name] for name, libs in libraries.items()}
+            return {name: quick_gate(graphs, backend, {name: libs}, timeout_s)[name]
+                    for name, libs in libraries.items()}
         ((name, libs),) = libraries.items()
         if len(libs) > 1:
             return {name: {v: quick_gate(graphs, backend, {name: {v: lib}}, timeout_s)[name][v]
