@@ -210,8 +210,9 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
     fastest. Where several kernels have several variants, each is timed beside the others' likely
     choices: theirs where made already, else the fastest of one call each (a first look), never a
-    first variant that may be far slower (a column reduction's row schedule took 13 ms where its
-    choice took 2.7, beside a 2 ms kernel whose variants were being told apart). The variants are
+    first variant that may be far slower (a LayerNorm backward at 4096x1024 took 28-35 ms a call with
+    its column kernels at their row schedules, 2.3 with their choices, and its 2 ms row kernel's
+    variants were told apart in that: docs/experiments/2026-12-07-cpu/choose.out). The variants are
     interleaved with the `baselines` too, in rounds of their own before
     the benchmark's: a variant is chosen in the state the benchmark will time it in (caches that
     the other contenders' arrays have been through), not in a loop that keeps its own arrays hot.
