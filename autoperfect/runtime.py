@@ -7,8 +7,9 @@ judge's checks at the call's shapes and at one small alternate shape, in a child
 or a hang is a verdict), each kernel judged with every other region left to MLX, so a verdict
 belongs to one region, on the outputs its values reach. Whatever can't be traced, rendered, built
 or verified runs as eager MLX, and a kernel that fails when called turns its signature back to eager
-MLX: nothing that did not pass the judge is ever dispatched. The plan's kernels are then timed against the function's own MLX ops on
-the call's arrays, and where MLX is clearly faster the signature runs as MLX. Every call leaves a
+MLX: nothing that did not pass the judge is ever dispatched. The plan's kernels are then timed
+against the function's own MLX ops on the call's arrays, and where MLX is clearly faster the
+signature runs as MLX. Every call leaves a
 `CallTrace` (`f.last_trace`) saying which region ran which kernel, where it came from, how long it
 took, the user's source lines it computes, and why anything ran in MLX; `f.stats()` sums them up.
 
@@ -87,10 +88,10 @@ def gate(request: dict) -> dict:
     keys), computed in the child (`main`). Each variant gets the judge's checks at the call's shapes
     (graphs[0]: judge.call_classes) and at the alternate shape (every input class), with every
     other region computed by MLX, on the outputs the kernel's values reach (`reached`); the judge's
-    ULP probes of the approximated functions it calls; and one hidden draw. Every variant of every kernel is judged on the same draws: an answer key is the
-    traced function's (its float64 outputs and their error bounds), whichever region a kernel
-    computes, so each (references and bounds, most of a gate's time) is computed once, several at a
-    time (`answer_keys`), for all of them."""
+    ULP probes of the approximated functions it calls; and one hidden draw. Every variant of every
+    kernel is judged on the same draws: an answer key is the traced function's (its float64 outputs
+    and their error bounds), whichever region a kernel computes, so each (references and bounds,
+    most of a gate's time) is computed once, several at a time (`answer_keys`), for all of them."""
     fronts = [front_of(Graph.from_json(g)) for g in request["graphs"]]
     draws = {name: [_draws(name, f, n) for n, f in enumerate(fronts)] for name in request["libraries"]}
     keys = answer_keys(request, draws)
@@ -114,7 +115,7 @@ class Draws:
     spec: OpSpec
     classes: tuple[str, ...]
     exact: bool
-    outputs: tuple[int, ...] = ()  # the positions of the graph's outputs the kernel's values reach
+    outputs: tuple[int, ...]  # the positions of the graph's outputs the kernel's values reach
 
     def seed(self, cls: str) -> int:
         return seed_for(self.spec.name, "gate", str(self.n), cls)
@@ -124,10 +125,8 @@ def _draws(kernel: str, front: Front, n: int) -> Draws:
     f, spec = only(front, {kernel}), spec_of(front.traced)
     classes = judge.call_classes(spec) if n == 0 else tuple(judge.classes_for(spec))
     exact = f is not None and all(node.op in EXACT for node in f.canonical.nodes)
-    label = {i.name: list(i.shape) for i in spec.inputs}
-    if f is None:
-        return Draws(n, label, f, spec, classes, exact)
-    return Draws(n, label, f, spec, classes, exact, reached(f.canonical, next(k for k in f.kernels if k is not None)))
+    outputs = reached(f.canonical, next(k for k in f.kernels if k is not None)) if f is not None else ()
+    return Draws(n, {i.name: list(i.shape) for i in spec.inputs}, f, spec, classes, exact, outputs)
 
 
 def reached(graph: Graph, k) -> tuple[int, ...]:
@@ -832,16 +831,20 @@ class Jit:
                     job.verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
             job.ranking = self._ranking(job.k, list(job.built))
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
+        launches: dict[str, list] = {}  # each kernel's launches at the gate's shapes, for `prepare`
+        if prepare:
+            for front in [f] + [front_of(g) for g in graphs[1:]]:  # graphs[0] is f's
+                for kern in front.kernels:
+                    if kern is not None:
+                        launches.setdefault(kern.name, []).append(kern.launch)
         lap("compile")
         for round_ in (0, 1):
             group = {job.k.name: job for job in jobs if job.group(round_) and not job.passing()}
             if not group:
                 continue
             if prepare:
-                for job in group.values():
-                    launches = [kern.launch for g in graphs for kern in front_of(g).kernels
-                                if kern is not None and kern.name == job.k.name]
-                    prepare(job.k, [job.built[v] for v in job.group(round_)], launches)
+                for name, job in group.items():
+                    prepare(job.k, [job.built[v] for v in job.group(round_)], launches.get(name, []))
                 lap("compile")
             gated = quick_gate(graphs, self.backend, {name: {v: job.built[v] for v in job.group(round_)}
                                                       for name, job in group.items()}, self.timeout_s)
@@ -852,7 +855,7 @@ class Jit:
         chosen = {}
         if any(len(libs) > 1 for libs in passed.values()):
             # the variants are verified now: time them here, on the caller's arrays, each kernel's
-            # with the others' first verified variants in their regions (the plan they will run in)
+            # with the others' verified variants in their regions (the plan they will run in)
             rounds, queued = timing(be)
             chosen = contenders.choose_variants(only(f, set(passed)), passed, _timing_arrays(args), be,
                                                 seed_for(*sorted(passed), "variants"), rounds=rounds,

@@ -108,7 +108,9 @@ def _dtype_name(d: Any) -> str:
 
 
 def _binary_rule(op: Op, swap: bool = False):
-    return lambda self, other: _at(self._ctx).binary(op, other, self) if swap else _at(self._ctx).binary(op, self, other)
+    if swap:
+        return lambda self, other: _at(self._ctx).binary(op, other, self)
+    return lambda self, other: _at(self._ctx).binary(op, self, other)
 
 
 for _name, _op in {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "truediv": Op.DIV, "pow": Op.POW}.items():
@@ -184,9 +186,9 @@ class _Context:
     def derivative(self, fun: Callable, args: Sequence[Any], argnums, cotangents=None):
         """mx.grad, mx.value_and_grad and mx.vjp inside a traced function, the JAX way: `fun` traced
         on its own (its Python arguments as constants, the arrays it closes over as inputs),
-        canonicalized, its reverse mode written (autodiff.vjp, the outputs beside) and inlined here. Returns the
-        outputs and the cotangents of the arguments `argnums`; without `cotangents`, the first
-        output (a scalar) is differentiated with cotangent 1 and the others with 0 (mx.grad's)."""
+        canonicalized, its reverse mode written (autodiff.vjp, the outputs beside) and inlined here.
+        Returns the outputs and the cotangents of the arguments `argnums`; without `cotangents`, the
+        first output (a scalar) is differentiated with cotangent 1 and the others with 0 (mx.grad's)."""
         from .autodiff import NotDifferentiable, vjp
         from .canon import canonicalize
 
@@ -520,9 +522,8 @@ class Namespace:
         return call
 
     def vjp(self, fun, primals, cotangents):
-        primals, cotangents = list(primals), list(cotangents)
-        values, grads = self._ctx.derivative(fun, primals, list(range(len(primals))), cotangents)
-        return values, grads
+        primals = list(primals)
+        return self._ctx.derivative(fun, primals, list(range(len(primals))), list(cotangents))
 
     def where(self, cond, x, y, *, stream=None):
         return self._ctx.where(cond, x, y)
