@@ -4,6 +4,9 @@ reason naming it, before anything compiles."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import mlx.core as mx
 import pytest
@@ -158,6 +161,39 @@ def test_compile_stage_records_rejections_and_never_builds_them(rms, tmp_path):
     assert not rejected["ok"] and rejected["attempts"] == [] and rejected["library"] is None
     assert "uses system" in rejected["static"]["reason"]
     assert len(list((tmp_path / "build").glob("*.so"))) == 1
+
+
+# -- building: the source's includes precompiled ---------------------------------------------------------
+
+
+def machine_code(library: str) -> str:
+    return subprocess.run(["objdump", "-d", library], capture_output=True, text=True, check=True).stdout.split("\n", 3)[3]
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) reads the machine code")
+def test_a_kernel_builds_against_its_includes_precompiled_to_the_same_machine_code(rms, tmp_path, monkeypatch):
+    k, source = rms
+    built = cpu.build(source, tmp_path / "pre")
+    (header,) = [a for a in built.command if a.endswith(".h")]
+    includes = [line for line in source.splitlines() if line.startswith("#include")]
+    assert Path(header).read_text().splitlines() == includes and Path(f"{header}.gch").is_file()
+    assert source.startswith("\n".join(includes))  # the prelude is the source's own first lines
+    for made in (Path(header), Path(f"{header}.gch")):  # a cache emptied under a running process
+        made.unlink()
+    assert cpu.build(source + "// again\n", tmp_path / "pre").ok and Path(f"{header}.gch").is_file()
+    monkeypatch.setattr(cpu, "precompiled_prelude", lambda source, cache_dir: [])
+    whole = cpu.build(source, tmp_path / "whole")
+    assert built.ok and whole.ok and "-include" not in whole.command
+    assert machine_code(built.library) == machine_code(whole.library)
+
+
+def test_a_prelude_that_does_not_compile_leaves_the_compilers_own_error(rms, tmp_path):
+    _, source = rms
+    missing = "#include <ap_no_such_header.h>\n" + source
+    assert cpu.precompiled_prelude(missing, tmp_path) == []
+    built = cpu.build(missing, tmp_path)
+    assert not built.ok and "ap_no_such_header.h" in built.log
+    assert cpu.precompiled_prelude("// no includes first\n" + source, tmp_path) == []
 
 
 # -- the mlx backend: Python source --------------------------------------------------------------------

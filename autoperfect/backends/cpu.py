@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -376,10 +377,12 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         return Build(True, str(lib), command, "", 0.0, True, key)
     cache_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    prelude = precompiled_prelude(source, cache_dir)
+    command[1:1] = prelude
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         src, out = Path(tmp) / f"{key}.c", Path(tmp) / f"{key}.so"
         src.write_text(source)
-        cmd = [cc, *FLAGS, "-o", str(out), str(src), *libs]
+        cmd = [cc, *prelude, *FLAGS, "-o", str(out), str(src), *libs]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
             log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
@@ -390,6 +393,43 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
             shutil.copyfile(src, cache_dir / f"{key}.c")
             os.replace(out, lib)  # atomic: a reader never sees a half-written library
     return Build(ok, str(lib) if ok else None, command, log, seconds, False, key)
+
+
+INCLUDE = re.compile(r"#include <[A-Za-z0-9_./]+>")
+
+
+def precompiled_prelude(source: str, cache_dir: Path) -> list[str]:
+    """Compiler arguments that give `source` its leading `#include` lines as a precompiled header
+    (`-include` it), or [] where it has none or the header does not build. Parsing <immintrin.h>
+    was 0.35 s of a kernel's 0.85 s build here; with the header precompiled, 30 kernels of a
+    LayerNorm's derivative built in 9.7 s against 14.9 s one after another, to the same machine code
+    (docs/experiments/2026-12-07b-cpu/prelude.sh). The header holds exactly those lines, which the
+    source then includes again to no effect, so it compiles as it would alone: the library's key
+    stays the source's. One header a cache directory, compiler, flags and list of includes."""
+    lines = []
+    for line in source.splitlines():
+        if not INCLUDE.fullmatch(line.strip()):
+            break
+        lines.append(line.strip())
+    header = _prelude(str(cache_dir), "".join(f"{line}\n" for line in lines)) if lines else None
+    return ["-include", header] if header else []
+
+
+def _prelude(cache_dir: str, text: str) -> str | None:
+    cc, flags = os.environ.get("CC", "gcc"), [f for f in FLAGS if f != "-shared"]
+    key = hashlib.sha256("\0".join([text, compiler(), *flags]).encode()).hexdigest()[:24]
+    header = Path(cache_dir) / f"prelude-{key}.h"
+    if Path(f"{header}.gch").exists():
+        return str(header)
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        h = Path(tmp) / header.name
+        h.write_text(text)
+        done = subprocess.run([cc, *flags, "-x", "c-header", "-o", f"{h}.gch", str(h)], capture_output=True)
+        if done.returncode != 0:
+            return None
+        os.replace(h, header)  # the header first: its precompiled form existing says both are there
+        os.replace(f"{h}.gch", f"{header}.gch")
+    return str(header)
 
 
 # -- running on MLX arrays --------------------------------------------------------------------------
