@@ -592,8 +592,9 @@ class _Gating:
     ranking: Ranking | None = None
 
     def group(self, round_: int) -> list[str]:
-        """The variants gated in round 0 (the ranked first few, or all) and round 1 (the rest)."""
-        order = self.ranking.order if self.ranking else list(self.built)
+        """The variants built and gated in round 0 (the ranked first few, or all) and round 1 (the
+        rest)."""
+        order = self.ranking.order if self.ranking else [c.variant for c in self.candidates]
         cut = self.ranking.first if self.ranking else len(order)
         return order[:cut] if round_ == 0 else order[cut:]
 
@@ -798,14 +799,14 @@ class Jit:
             return []
 
     def _compile(self, todo: list, f: Front, graphs: list[Graph], args: tuple, lap) -> dict[str, tuple[Any, str]]:
-        """Render, build and gate every schedule variant of each kernel in `todo`; store each verdict;
-        keep each kernel's fastest variant that passed ({kernel: (entry or None, why not)}). The
-        kernels are gated together (`quick_gate`: one child computes each draw's answer key once
-        for all of them), in at most two rounds: where a kernel's variants are ranked, its first few
-        are gated (and timed) first, the others only in the second round and only if none of those
-        passes. The variants that passed are then timed on the caller's arrays, every kernel's in
-        the plan it will run in (the other kernels' regions running their verified variants, not
-        MLX's ops)."""
+        """Render the schedule variants of each kernel in `todo`, build and gate them; store each
+        verdict; keep each kernel's fastest variant that passed ({kernel: (entry or None, why
+        not)}). The kernels are gated together (`quick_gate`: one child computes each draw's answer
+        key once for all of them), in at most two rounds: where a kernel's variants are ranked, its
+        first few are built and gated (and timed) first, the others only in the second round and
+        only if none of those passes. The variants that passed are then timed on the caller's
+        arrays, every kernel's in the plan it will run in (the other kernels' regions running their
+        verified variants, not MLX's ops)."""
         be = backends.get(self.backend)
         jobs, done = [], {}
         for k in todo:
@@ -818,18 +819,22 @@ class Jit:
             checked = static.check(c.source, self.backend, c.kernel)
             return checked, be.build(c.source, self.cache.build_dir(self.backend)) if checked.passed else None
 
-        candidates = [c for job in jobs for c in job.candidates]
-        # the compilers run side by side (nvcc took 1.8 s a variant on the H200's host, one after another)
-        with ThreadPoolExecutor(max_workers=max(1, min(len(candidates), os.cpu_count() or 1))) as pool:
-            results = iter(list(pool.map(check_and_build, candidates)))
-        for job in jobs:
-            for c, (checked, build) in zip(job.candidates, results):
-                if build is not None and build.ok:
-                    job.built[c.variant] = build.library
+        def build(group: list[_Gating], round_: int) -> None:
+            """Build the variants each kernel of `group` gates in `round_`: a variant ranked below
+            the first few is built only where none of those passes."""
+            todo = [(job, c) for job in group for c in job.candidates if c.variant in job.group(round_)]
+            # the compilers run side by side (nvcc took 1.8 s a variant on the H200's host, one after another)
+            with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+                results = list(pool.map(check_and_build, [c for _, c in todo]))
+            for (job, c), (checked, made) in zip(todo, results):
+                if made is not None and made.ok:
+                    job.built[c.variant] = made.library
                 else:
-                    why = build.log.strip()[-300:] if build is not None else checked.reason
+                    why = made.log.strip()[-300:] if made is not None else checked.reason
                     job.verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
-            job.ranking = self._ranking(job.k, list(job.built))
+
+        for job in jobs:
+            job.ranking = self._ranking(job.k, [c.variant for c in job.candidates])
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
         launches: dict[str, list] = {}  # each kernel's launches at the gate's shapes, for `prepare`
         if prepare:
@@ -837,17 +842,20 @@ class Jit:
                 for kern in front.kernels:
                     if kern is not None:
                         launches.setdefault(kern.name, []).append(kern.launch)
-        lap("compile")
         for round_ in (0, 1):
             group = {job.k.name: job for job in jobs if job.group(round_) and not job.passing()}
             if not group:
                 continue
+            build(list(group.values()), round_)
+            libraries = {name: libs for name, job in group.items()
+                         if (libs := {v: job.built[v] for v in job.group(round_) if v in job.built})}
             if prepare:
-                for name, job in group.items():
-                    prepare(job.k, [job.built[v] for v in job.group(round_)], launches.get(name, []))
-                lap("compile")
-            gated = quick_gate(graphs, self.backend, {name: {v: job.built[v] for v in job.group(round_)}
-                                                      for name, job in group.items()}, self.timeout_s)
+                for name, libs in libraries.items():
+                    prepare(group[name].k, list(libs.values()), launches.get(name, []))
+            lap("compile")
+            if not libraries:
+                continue
+            gated = quick_gate(graphs, self.backend, libraries, self.timeout_s)
             for name, verdicts in gated.items():
                 group[name].verdicts.update(verdicts)
             lap("gate")
@@ -876,7 +884,7 @@ class Jit:
         if ranking:
             summary.update({v: {"gated": False, "reason": f"not gated: ranked below "
                                 f"{', '.join(ranking.order[:ranking.first])} {ranking.by}"}
-                            for v in job.built if v not in verdicts})
+                            for v in ranking.order if v not in verdicts})
         if not passed:
             variant = job.candidates[0].variant
             verdict = verdicts[variant]
@@ -894,7 +902,7 @@ class Jit:
         return entry, ""
 
     def _ranking(self, k, variants: list[str]) -> Ranking | None:
-        """The order to gate `k`'s built variants in: by this kernel's medians at the nearest launch
+        """The order to build and gate `k`'s variants in: by this kernel's medians at the nearest launch
         timed before (`rank`), else, for a kernel never timed nearby, by the schedule model fitted on
         the other kernels' timings in this cache (schedule_model); None where neither ranks them
         (every variant is gated)."""

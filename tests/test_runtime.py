@@ -671,11 +671,12 @@ def test_variants_rank_by_the_nearest_launch_timed_before():
 
 
 def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(tmp_path, monkeypatch):
-    """The first shape gates and times every variant; a nearby shape in a later process gates only
-    the RANKED fastest at the first one, the others marked not gated; where those fail, the rest is
-    gated and one of them dispatched."""
-    gated, fail_first = [], []
-    real = runtime.quick_gate
+    """The first shape gates and times every variant; a nearby shape in a later process builds and
+    gates only the RANKED fastest at the first one, the others marked not gated; where those fail,
+    the rest is built and gated and one of them dispatched."""
+    gated, fail_first, built = [], [], []
+    real, real_build = runtime.quick_gate, cpu.build
+    monkeypatch.setattr(cpu, "build", lambda source, where: built.append(source) or real_build(source, where))
 
     def recording(graphs, backend, libraries, timeout_s):
         ((kernel, libs),) = libraries.items()
@@ -694,10 +695,14 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
     (timed,) = kcache.Cache(tmp_path).timings(name, "cpu")
     fastest = sorted(timed["median_s"], key=timed["median_s"].get)[:runtime.RANKED]
 
+    assert len(built) == len(everything)
+
     (x2,) = arrays("ranked-2", (48, 64))
     g = jit(swish_shift, cache_dir=tmp_path)
+    built.clear()
     assert_close(g(x2, b), swish_shift(x2, b))
     assert gated[1] == sorted(fastest) and g.last_trace.kernels[0].variant in fastest
+    assert len(built) == runtime.RANKED  # the variants ranked below them are not even built
     entry = kcache.Cache(tmp_path).lookup(kcache.key_for(runtime.front_of(runtime.trace(
         swish_shift, [("x", (48, 64), "float32"), ("b", (64,), "float32")])).kernels[0], "cpu"))
     skipped = {v for v, d in entry.verdict["variants"].items() if d.get("gated") is False}
@@ -707,8 +712,10 @@ def test_a_new_shape_of_a_kernel_timed_before_gates_its_fastest_variants_first(t
     fail_first.append(3)  # the next call's first gate: its ranked variants fail
     (x3,) = arrays("ranked-3", (40, 64))
     h = jit(swish_shift, cache_dir=tmp_path)
+    built.clear()
     assert_close(h(x3, b), swish_shift(x3, b))
     assert len(gated[2]) == runtime.RANKED and sorted(gated[2] + gated[3]) == everything
+    assert len(built) == len(everything)
     assert h.last_trace.kernels[0].variant in gated[3]
 
 

@@ -171,20 +171,27 @@ def machine_code(library: str) -> str:
 
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) reads the machine code")
-def test_a_kernel_builds_against_its_includes_precompiled_to_the_same_machine_code(rms, tmp_path, monkeypatch):
+def test_a_directory_that_gets_several_kernels_builds_them_against_their_includes_precompiled(rms, tmp_path,
+                                                                                           monkeypatch):
+    """The first PRELUDE_AFTER builds in a directory go without (a header costs about one build);
+    the next makes the header and every later one uses it, to the same machine code."""
     k, source = rms
-    built = cpu.build(source, tmp_path / "pre")
-    (header,) = [a for a in built.command if a.endswith(".h")]
+    variants = [source + f"// variant {i}\n" for i in range(cpu.PRELUDE_AFTER + 2)]
+    builds = [cpu.build(v, tmp_path / "pre") for v in variants]
+    assert all(b.ok for b in builds)
+    assert ["-include" in b.command for b in builds] == [False] * cpu.PRELUDE_AFTER + [True, True]
+    (header,) = [a for a in builds[-1].command if a.endswith(".h")]
     includes = [line for line in source.splitlines() if line.startswith("#include")]
     assert Path(header).read_text().splitlines() == includes and Path(f"{header}.gch").is_file()
     assert source.startswith("\n".join(includes))  # the prelude is the source's own first lines
     for made in (Path(header), Path(f"{header}.gch")):  # a cache emptied under a running process
         made.unlink()
-    assert cpu.build(source + "// again\n", tmp_path / "pre").ok and Path(f"{header}.gch").is_file()
-    monkeypatch.setattr(cpu, "precompiled_prelude", lambda source, cache_dir: [])
-    whole = cpu.build(source, tmp_path / "whole")
-    assert built.ok and whole.ok and "-include" not in whole.command
-    assert machine_code(built.library) == machine_code(whole.library)
+    again = cpu.build(source + "// again\n", tmp_path / "pre")
+    assert again.ok and "-include" in again.command and Path(f"{header}.gch").is_file()
+    monkeypatch.setattr(cpu, "precompiled_prelude", lambda source, cache_dir, make: [])
+    whole = cpu.build(variants[-1], tmp_path / "whole")
+    assert whole.ok and "-include" not in whole.command
+    assert machine_code(builds[-1].library) == machine_code(whole.library)
 
 
 def test_a_prelude_that_does_not_compile_leaves_the_compilers_own_error(rms, tmp_path):

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
@@ -377,7 +378,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         return Build(True, str(lib), command, "", 0.0, True, key)
     cache_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    prelude = precompiled_prelude(source, cache_dir)
+    prelude = precompiled_prelude(source, cache_dir, make=_BUILT[str(cache_dir)] >= PRELUDE_AFTER)
     command[1:1] = prelude
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         src, out = Path(tmp) / f"{key}.c", Path(tmp) / f"{key}.so"
@@ -392,35 +393,44 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         if ok:
             shutil.copyfile(src, cache_dir / f"{key}.c")
             os.replace(out, lib)  # atomic: a reader never sees a half-written library
+            _BUILT[str(cache_dir)] += 1
     return Build(ok, str(lib) if ok else None, command, log, seconds, False, key)
 
 
 INCLUDE = re.compile(r"#include <[A-Za-z0-9_./]+>")
+# Kernels this process builds in a directory before it precompiles their includes there: a header
+# costs about one build (0.8 s) and saves 0.35 s of each build after it, so a directory that gets
+# one or two kernels (most of the tests' own) is better off without.
+PRELUDE_AFTER = 2
+_BUILT: Counter = Counter()  # kernels this process built, by cache directory
 
 
-def precompiled_prelude(source: str, cache_dir: Path) -> list[str]:
+def precompiled_prelude(source: str, cache_dir: Path, make: bool = True) -> list[str]:
     """Compiler arguments that give `source` its leading `#include` lines as a precompiled header
-    (`-include` it), or [] where it has none or the header does not build. Parsing <immintrin.h>
-    was 0.35 s of a kernel's 0.85 s build here; with the header precompiled, 30 kernels of a
-    LayerNorm's derivative built in 9.7 s against 14.9 s one after another, to the same machine code
-    (docs/experiments/2026-12-07b-cpu/prelude.sh). The header holds exactly those lines, which the
-    source then includes again to no effect, so it compiles as it would alone: the library's key
-    stays the source's. One header a cache directory, compiler, flags and list of includes."""
+    (`-include` it), or [] where it has none, the header does not build, or it is not there yet and
+    `make` is off. Parsing <immintrin.h> was 0.35 s of a kernel's 0.85 s build here; with the header
+    precompiled, 30 kernels of a LayerNorm's derivative built in 9.9 s against 15.2 s one after
+    another, to the same machine code (docs/experiments/2026-12-07b-cpu/prelude.py). The header
+    holds exactly those lines, which the source then includes again to no effect, so it compiles as
+    it would alone: the library's key stays the source's. One header a cache directory, compiler,
+    flags and list of includes."""
     lines = []
     for line in source.splitlines():
         if not INCLUDE.fullmatch(line.strip()):
             break
         lines.append(line.strip())
-    header = _prelude(str(cache_dir), "".join(f"{line}\n" for line in lines)) if lines else None
+    header = _prelude(str(cache_dir), "".join(f"{line}\n" for line in lines), make) if lines else None
     return ["-include", header] if header else []
 
 
-def _prelude(cache_dir: str, text: str) -> str | None:
+def _prelude(cache_dir: str, text: str, make: bool) -> str | None:
     cc, flags = os.environ.get("CC", "gcc"), [f for f in FLAGS if f != "-shared"]
     key = hashlib.sha256("\0".join([text, compiler(), *flags]).encode()).hexdigest()[:24]
     header = Path(cache_dir) / f"prelude-{key}.h"
     if Path(f"{header}.gch").exists():
         return str(header)
+    if not make:
+        return None
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         h = Path(tmp) / header.name
         h.write_text(text)

@@ -40,7 +40,7 @@ precompiled = cpu.precompiled_prelude
 
 
 def build(source, where, pre):
-    cpu.precompiled_prelude = precompiled if pre else (lambda s, d: [])
+    cpu.precompiled_prelude = precompiled if pre else (lambda s, d, make=True: [])
     t = time.perf_counter()
     b = cpu.build(source, where)
     assert b.ok and not b.cached, b.log
