@@ -591,10 +591,14 @@ class _Gating:
     verdicts: dict = field(default_factory=dict)
     ranking: Ranking | None = None
 
+    @property
+    def variants(self) -> list[str]:
+        return [c.variant for c in self.candidates]
+
     def group(self, round_: int) -> list[str]:
         """The variants built and gated in round 0 (the ranked first few, or all) and round 1 (the
         rest)."""
-        order = self.ranking.order if self.ranking else [c.variant for c in self.candidates]
+        order = self.ranking.order if self.ranking else self.variants
         cut = self.ranking.first if self.ranking else len(order)
         return order[:cut] if round_ == 0 else order[cut:]
 
@@ -822,7 +826,10 @@ class Jit:
         def build(group: list[_Gating], round_: int) -> None:
             """Build the variants each kernel of `group` gates in `round_`: a variant ranked below
             the first few is built only where none of those passes."""
-            todo = [(job, c) for job in group for c in job.candidates if c.variant in job.group(round_)]
+            todo = []
+            for job in group:
+                wanted = set(job.group(round_))
+                todo += [(job, c) for c in job.candidates if c.variant in wanted]
             # the compilers run side by side (nvcc took 1.8 s a variant on the H200's host, one after another)
             with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
                 results = list(pool.map(check_and_build, [c for _, c in todo]))
@@ -834,7 +841,7 @@ class Jit:
                     job.verdicts[c.variant] = {"passed": False, "reason": f"not built: {why}"}
 
         for job in jobs:
-            job.ranking = self._ranking(job.k, [c.variant for c in job.candidates])
+            job.ranking = self._ranking(job.k, job.variants)
         prepare = getattr(be, "prepare", None)  # a GPU's instances, built ahead of each gate's children
         launches: dict[str, list] = {}  # each kernel's launches at the gate's shapes, for `prepare`
         if prepare:

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
+from itertools import takewhile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -373,17 +374,20 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
                          .encode()).hexdigest()[:24]
     lib = cache_dir / f"{key}.so"
     libs = ([vmath] if vmath else []) + (["-lmvec", "-lm"] if "omp declare simd" in source else ["-lm"])
-    command = [cc, *FLAGS, "-o", str(lib), str(cache_dir / f"{key}.c"), *libs]
+
+    def line(out: Path, src: Path, prelude: Sequence[str] = ()) -> list[str]:
+        return [cc, *prelude, *FLAGS, "-o", str(out), str(src), *libs]
+
     if lib.exists():
-        return Build(True, str(lib), command, "", 0.0, True, key)
+        return Build(True, str(lib), line(lib, cache_dir / f"{key}.c"), "", 0.0, True, key)
     cache_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     prelude = precompiled_prelude(source, cache_dir, make=_BUILT[str(cache_dir)] >= PRELUDE_AFTER)
-    command[1:1] = prelude
+    command = line(lib, cache_dir / f"{key}.c", prelude)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         src, out = Path(tmp) / f"{key}.c", Path(tmp) / f"{key}.so"
         src.write_text(source)
-        cmd = [cc, *prelude, *FLAGS, "-o", str(out), str(src), *libs]
+        cmd = line(out, src, prelude)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
             log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
@@ -414,11 +418,7 @@ def precompiled_prelude(source: str, cache_dir: Path, make: bool = True) -> list
     holds exactly those lines, which the source then includes again to no effect, so it compiles as
     it would alone: the library's key stays the source's. One header a cache directory, compiler,
     flags and list of includes."""
-    lines = []
-    for line in source.splitlines():
-        if not INCLUDE.fullmatch(line.strip()):
-            break
-        lines.append(line.strip())
+    lines = list(takewhile(INCLUDE.fullmatch, (line.strip() for line in source.splitlines())))
     header = _prelude(str(cache_dir), "".join(f"{line}\n" for line in lines), make) if lines else None
     return ["-include", header] if header else []
 
