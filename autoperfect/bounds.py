@@ -160,7 +160,7 @@ def propagate(graph: Graph, inputs, keep: bool = False) -> tuple[dict[int, np.nd
             if n.op in (Op.INPUT, Op.CONST):
                 v = np.asarray(inputs[n.attr("index")]) if n.op is Op.INPUT else const_array(n, "float64")
                 vals[n.id], errs[n.id] = _held(v), np.zeros(n.shape)
-                unsure[n.id] = np.zeros(n.shape, bool)
+                unsure[n.id] = None
                 continue
             args = [np.asarray(vals[s], np.float64) for s in n.srcs]  # no copy of a float64 value
             ea = [errs[s] for s in n.srcs]
@@ -182,23 +182,43 @@ def propagate(graph: Graph, inputs, keep: bool = False) -> tuple[dict[int, np.nd
                 e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
                 if n.op in ULP_BOUND:  # an approximated function may flush a subnormal result to zero
                     e = e + np.where(np.abs(v) < TINY[n.dtype], np.abs(v), 0.0)
-            flag = np.zeros(n.shape, bool)
+            flag = None  # the elements whose bound is unsure (None: none, the common case)
             for s in n.srcs:
-                flag = flag | _carried(unsure[s], graph.nodes[s], n)
+                if unsure[s] is not None:
+                    carried = _carried(unsure[s], graph.nodes[s], n)
+                    flag = carried if flag is None else flag | carried
             if n.op is Op.MATMUL:  # a BLAS sums in its own order: inf - inf may or may not meet
                 bad_a, bad_b = (~np.isfinite(a) for a in args)
-                flag = flag | ((bad_a.astype(float) @ np.ones(args[1].shape)
-                                + np.ones(args[0].shape) @ bad_b.astype(float)) > 0)
+                flag = _either(flag, (bad_a.astype(float) @ np.ones(args[1].shape)
+                                      + np.ones(args[0].shape) @ bad_b.astype(float)) > 0)
             if n.dtype in FMAX:
                 # past the dtype's largest finite value a correct kernel may hold inf
-                flag = flag | (np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > FMAX[n.dtype]))
-                flag = flag | _partials_overflow(n, terms, v)
-            e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
-            vals[n.id], unsure[n.id] = held, np.broadcast_to(flag, n.shape)
-            errs[n.id] = np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
+                flag = _either(flag, _past(v, e, FMAX[n.dtype]))
+                if terms is not None:
+                    flag = _either(flag, _partials_overflow(n, terms, v))
+            if not (np.shape(e) == n.shape and np.asarray(e).dtype == np.float64 and np.isfinite(np.sum(v))
+                    and not np.isnan(np.sum(e))):
+                e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
+            # (else every value is finite and no bound NaN: a sum is NaN or infinite where a term is)
+            vals[n.id], unsure[n.id] = held, None if flag is None else np.broadcast_to(flag, n.shape)
+            errs[n.id] = np.broadcast_to(e, n.shape) if flag is None else np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
             for s in dead.get(n.id, ()):
                 del vals[s], errs[s], unsure[s]
     return vals, errs
+
+
+def _either(flag: np.ndarray | None, more: np.ndarray | None) -> np.ndarray | None:
+    return more if flag is None else flag if more is None else flag | more
+
+
+def _past(v: np.ndarray, e: np.ndarray, fmax: float) -> np.ndarray | None:
+    """Where a finite value and its finite bound together pass `fmax`; None where the largest
+    magnitude and the largest bound together do not (rounding is monotonic: no element then can),
+    so most nodes take one pass over each instead of five."""
+    top = max(np.max(v, initial=-INF), -np.min(v, initial=INF))
+    if top + np.max(e, initial=0.0) <= fmax:  # False where either holds a NaN or an infinity
+        return None
+    return np.isfinite(v) & (np.abs(v) + np.where(np.isfinite(e), e, 0.0) > fmax)
 
 
 def _magnitudes(n: Node, args) -> np.ndarray | None:

@@ -95,8 +95,7 @@ def gate(request: dict) -> dict:
     fronts = [front_of(Graph.from_json(g)) for g in request["graphs"]]
     draws = {name: [_draws(name, f, n) for n, f in enumerate(fronts)] for name in request["libraries"]}
     keys = answer_keys(request, draws)
-    verdicts = {name: {variant: gate_one(request, name, library, draws[name], keys)
-                       for variant, library in libraries.items()}
+    verdicts = {name: gate_kernel(request, name, libraries, draws[name], keys)
                 for name, libraries in request["libraries"].items()}
     for key in keys.values():  # keys no verdict needed (every variant failed first) are not computed
         key.cancel()
@@ -175,41 +174,61 @@ def _key_workers(draws: list[Draws]) -> int:
     return max(1, min(len(draws), os.cpu_count() or 1, fit))
 
 
-def gate_one(request: dict, name: str, library: str, draws: list[Draws], keys: dict[tuple, Future]) -> dict:
-    """One variant's verdict (see `gate`) of kernel `name`, on the draws' answer keys."""
+def gate_kernel(request: dict, name: str, libraries: dict[str, str], draws: list[Draws],
+                keys: dict[tuple, Future]) -> dict[str, dict]:
+    """The verdicts (see `gate`) of kernel `name`'s variants ({variant: library}), on the draws'
+    answer keys, draw by draw: every variant still passing is checked on a draw before the next
+    draw, so what MLX computes of a draw (the inputs and the regions no kernel's output reaches,
+    `Program.run_guarded`'s memo) is computed once for all of them and dropped after it. Variants
+    built to the same library (schedules that render the same source) are judged once."""
     be = backends.get(request["backend"])
-
-    def check(key, d, prog, cls):
-        return judge.check_shape(d.f, prog, d.spec, cls, None, d.exact, key=keys[key].result(), outputs=d.outputs)
-
-    report, last, first, useful = [], None, None, 0
+    live = list(dict.fromkeys(libraries.values()))
+    verdicts: dict[str, dict] = {}
+    reports: dict[str, list] = {lib: [] for lib in live}
+    useful = dict.fromkeys(live, 0)
+    last, first = None, None
     for d in draws:
         if d.f is None:
-            report.append({"shapes": d.label, "status": f"skipped: {name} is not among its kernels"})
+            for lib in live:
+                reports[lib].append({"shapes": d.label, "status": f"skipped: {name} is not among its kernels"})
             continue
         kernel = next(k for k in d.f.kernels if k is not None)
-        prog = program(d.f, {name: be.Kernel(kernel, library)})
-        checks = []
+        progs = {lib: program(d.f, {name: be.Kernel(kernel, lib)}) for lib in live}
+        checks: dict[str, list] = {lib: [] for lib in live}
         for cls in d.classes:
-            result = check((d.n, cls), d, prog, cls)
-            checks.append(result)
-            if not result["passed"]:
-                return {"passed": False, "reason": f"shapes {d.label}, inputs '{cls}': {result['reason']}"}
-            useful += not result["degenerate"]
-        last, first = (d, prog, kernel), first or kernel
-        report.append({"shapes": d.label, "status": "checked", "exact": d.exact, "checks": checks})
-    if useful == 0:
-        return {"passed": False, "reason": "no useful test: every reference was degenerate", "shapes": report}
-    d, prog, _ = last
-    # the kernel at the call's shapes, whose schedules the variants were rendered from (a GPU's
-    # schedules follow the row length, so the alternate shape's may not include a variant's own)
-    ulp, problem = judge.function_accuracy(be, [first], {name: library})
-    if problem:
-        return {"passed": False, "reason": problem, "shapes": report, "ulp": ulp}
-    hidden = check(("hidden", d.n), d, prog, "normal")
-    if not hidden["passed"]:
-        return {"passed": False, "reason": "failed on a hidden draw (inputs withheld; public checks passed)"}
-    return {"passed": True, "shapes": report, "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}
+            memo: dict = {}
+            for lib in list(progs):
+                result = judge.check_shape(d.f, progs[lib], d.spec, cls, None, d.exact, key=keys[(d.n, cls)].result(),
+                                           outputs=d.outputs, memo=memo)
+                if not result["passed"]:
+                    verdicts[lib] = {"passed": False, "reason": f"shapes {d.label}, inputs '{cls}': {result['reason']}"}
+                    del progs[lib]
+                    continue
+                checks[lib].append(result)
+                useful[lib] += not result["degenerate"]
+        live = list(progs)
+        for lib in live:
+            reports[lib].append({"shapes": d.label, "status": "checked", "exact": d.exact, "checks": checks[lib]})
+        last, first = (d, progs), first or kernel
+    memo = {}
+    for lib in live:
+        if useful[lib] == 0:
+            verdicts[lib] = {"passed": False, "reason": "no useful test: every reference was degenerate",
+                             "shapes": reports[lib]}
+            continue
+        # the kernel at the call's shapes, whose schedules the variants were rendered from (a GPU's
+        # schedules follow the row length, so the alternate shape's may not include a variant's own)
+        ulp, problem = judge.function_accuracy(be, [first], {name: lib})
+        if problem:
+            verdicts[lib] = {"passed": False, "reason": problem, "shapes": reports[lib], "ulp": ulp}
+            continue
+        d, progs = last
+        hidden = judge.check_shape(d.f, progs[lib], d.spec, "normal", None, d.exact, key=keys[("hidden", d.n)].result(),
+                                   outputs=d.outputs, memo=memo)
+        verdicts[lib] = ({"passed": True, "shapes": reports[lib], "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}
+                         if hidden["passed"] else
+                         {"passed": False, "reason": "failed on a hidden draw (inputs withheld; public checks passed)"})
+    return {variant: dict(verdicts[lib]) for variant, lib in libraries.items()}
 
 
 def quick_gate(graphs: list[Graph], backend: str, libraries: dict[str, dict[str, str]],

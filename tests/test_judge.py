@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoperfect import artifacts, backends, interp, judge, static, stages
+from autoperfect import artifacts, backends, interp, judge, program, static, stages
 from autoperfect.backends import cpu
 from autoperfect.backends.cfamily import Schedule
 from autoperfect.bounds import propagate
@@ -280,6 +280,10 @@ BAD = {  # statement at the start of a row -> what the verdict says
     "writes_input": ("((float *)bufs[0])[r] = 0.0f;", "wrote into its input x_0"),
     "nondeterministic": ("static int calls; if (r == 0) calls++; "
                          "if (calls % 2 == 0) { out[r] = 1e3f; continue; }", "differs from the first run"),
+    # a first row one ulp up where the output lies off a cache line: within every bound, and not
+    # the same bits wherever the buffer lies (a row's head computed otherwise than its body)
+    "placement": ("if (((uintptr_t)out & 63) && r == 0) { out[r] = nextafterf(sum_of(x, N), INFINITY); continue; }",
+                  "differs from the first run"),
 }
 
 
@@ -307,6 +311,27 @@ def test_validate_records_each_bad_candidate_and_verifies_the_good_one(build_dir
     reasons = {c["variant"]: c.get("reason", "") for c in result["candidates"]}
     for variant, (_, words) in BAD.items():
         assert words in reasons[variant], (variant, reasons[variant])
+
+
+def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_result(build_dir):
+    """A check's second run places every buffer 8 bytes off the first's (judge.RUN_OFFSETS) and must
+    give the same bits, but for NaN: IEEE 754 does not interpret a NaN's sign, and a compiler may
+    order a commutative operation's operands otherwise in a row's head and body (the LayerNorm
+    backward's contracted variants did: docs/experiments/2026-12-07d-cpu/placement.out)."""
+    (k,) = [k for k in front(ROWSUM).kernels if k is not None]
+    flips = "\n    if (((uintptr_t)out & 63) && out[r] != out[r]) out[r] = -out[r];"
+    library = build(ROWSUM_C.format(sums=SUMS["pairwise"], name=k.name, rows="", body=WHOLE_ROW + flips), build_dir)
+    x = np.ones((64, 300), np.float32)
+    x[1, 3] = np.nan
+    runs = [program.guarded_call(cpu.Kernel(k, library), k, [x], offset=offset)[0].reshape(-1).view(np.uint32)
+            for offset in judge.RUN_OFFSETS]
+    assert np.isnan(runs[0][1:2].view(np.float32)).all() and runs[0][1] != runs[1][1]  # the kernel flips it
+    assert (np.delete(runs[0], 1) == np.delete(runs[1], 1)).all()
+    verdict = judge_candidates(ROWSUM, "cpu", {k.name: library}, Settings(), seed_for("nan sign"))
+    assert verdict["passed"], verdict["reason"]
+    specials = [c for s in verdict["shapes"] if s.get("status") == "checked" for c in s["checks"]
+                if c["class"] == "special"]
+    assert specials and all(c["not_judgeable"] + c["judged"] > 0 for c in specials)
 
 
 def test_a_hang_is_a_verdict(build_dir):
