@@ -1,5 +1,6 @@
 """Auto-Perfect: MLX array code -> fused, verified, benchmarked kernels; `autoperfect.jit` runs them."""
 
+import contextlib
 import ctypes
 import ctypes.util
 import importlib
@@ -60,6 +61,34 @@ def bind_threads() -> bool:
     for key, value in THREAD_BINDING.items():
         os.environ.setdefault(key, value)
     return True
+
+
+# The CPUs the process may run on, as it started. Bound OpenMP pins the thread that loads libgomp (the
+# first kernel's library) to the first core, and a thread or process that thread starts after
+# inherits that one core: a LayerNorm backward's compilers and gate, after its forward's kernels had
+# loaded, ran on one of two cores, the gate 11-14 s where it takes 7-9 s on both
+# (docs/experiments/2026-12-07d-cpu/affinity.py).
+CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+
+
+@contextlib.contextmanager
+def unpinned():
+    """The calling thread on every CPU of `CPUS` for the block, so that the processes it starts there
+    (compilers, the judge's and the benchmarks' children) run on all of them; its own CPUs after.
+    Around a child's start only: a kernel's OpenMP team keeps the binding it was given."""
+    mine = frozenset(os.sched_getaffinity(0)) if CPUS else CPUS
+    if mine == CPUS:
+        yield
+        return
+    try:
+        os.sched_setaffinity(0, CPUS)
+    except OSError:  # a CPU taken away since (a cgroup's cpuset changed): the block runs as it is
+        mine = None
+    try:
+        yield
+    finally:
+        if mine is not None:
+            os.sched_setaffinity(0, mine)
 
 
 if os.environ.get(WARM_ALLOCATOR) == "1":

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import autoperfect
+
 from autoperfect import artifacts, backends, interp, judge, program, static, stages
 from autoperfect.backends import cpu
 from autoperfect.backends.cfamily import Schedule
@@ -359,6 +361,28 @@ def test_a_child_is_capped_at_the_judges_memory_only_where_mlx_drives_no_gpu(tmp
     assert unlimited != 3 * 2**30
     assert caps == {"cpu": unlimited if gpu else 3 * 2**30, "mlx": unlimited if gpu else 3 * 2**30,
                     "cuda": unlimited, "metal": unlimited}
+
+
+@pytest.mark.skipif(len(autoperfect.CPUS) < 2, reason="one CPU: nothing to unpin")
+def test_a_child_runs_on_every_cpu_where_the_thread_starting_it_is_pinned_to_one(tmp_path, monkeypatch):
+    """Bound OpenMP pins the thread that loads libgomp (the first kernel's library) to one core, and
+    what that thread starts inherits it: a first call's gate ran on one of two cores for it. The
+    judge's children (and compilers, and the benchmarks' children) are started unpinned."""
+    import os
+
+    (tmp_path / "affinity_probe.py").write_text(
+        "import json, os, sys\nsys.stdin.read()\n"
+        "print(json.dumps({'passed': True, 'cpus': sorted(os.sched_getaffinity(0))}))\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{Path(__file__).resolve().parents[1]}")
+    mine, one = os.sched_getaffinity(0), {min(autoperfect.CPUS)}
+    os.sched_setaffinity(0, one)
+    try:
+        reply = judge.run_child("affinity_probe", {}, Settings(), "cpu")
+        after = os.sched_getaffinity(0)
+    finally:
+        os.sched_setaffinity(0, mine)
+    assert reply["cpus"] == sorted(autoperfect.CPUS) and after == one
+
 
 # -- approximated functions: ULPs measured one function at a time --------------------------------------
 
