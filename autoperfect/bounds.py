@@ -201,7 +201,8 @@ def propagate(graph: Graph, inputs, keep: bool = False) -> tuple[dict[int, np.nd
                 e = np.where(np.isfinite(v), np.where(np.isnan(e), INF, e), 0.0)
             # (else every value is finite and no bound NaN: a sum is NaN or infinite where a term is)
             vals[n.id], unsure[n.id] = held, None if flag is None else np.broadcast_to(flag, n.shape)
-            errs[n.id] = np.broadcast_to(e, n.shape) if flag is None else np.where(unsure[n.id], np.nan, np.broadcast_to(e, n.shape))
+            e = np.broadcast_to(e, n.shape)
+            errs[n.id] = e if flag is None else np.where(unsure[n.id], np.nan, e)
             for s in dead.get(n.id, ()):
                 del vals[s], errs[s], unsure[s]
     return vals, errs

@@ -12,7 +12,6 @@ written down. Candidates run in a child process, so a crash or a hang is a verdi
 from __future__ import annotations
 
 import functools
-
 import json
 import math
 import resource

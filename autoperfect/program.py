@@ -8,7 +8,7 @@ canaries, inputs checked for writes, so unwritten and out-of-bounds elements are
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -132,7 +132,7 @@ class Program:
             device.update({n.id: mx.array(x).astype(dtypes.to_mlx(n.dtype)) for n, x in zip(self.graph.inputs, inputs)})
         env: dict[int, object] = dict(device)
         written: dict[int, np.ndarray] = {}  # the kernels' outputs as they wrote them
-        pure = self._pure()
+        pure = self._pure
 
         def on_host(i: int) -> np.ndarray:
             if i in written:
@@ -159,6 +159,7 @@ class Program:
         device.update((i, v) for i, v in env.items() if i in pure)
         return result
 
+    @cached_property
     def _pure(self) -> frozenset[int]:
         """The nodes no kernel's output reaches: MLX computes them from the inputs alone."""
         users, todo = self.graph.users(), [w for s in self.steps if s.kernel is not None
