@@ -89,6 +89,17 @@ class Graph:
                 out[s].append(n.id)
         return out
 
+    def downstream(self, sources) -> set[int]:
+        """`sources` and every node their values reach."""
+        users, seen = self.users(), set(sources)
+        todo = list(seen)
+        while todo:
+            for u in users[todo.pop()]:
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        return seen
+
     def dead_after(self) -> dict[int, tuple[int, ...]]:
         """{node id: the values whose last reader it is}: an evaluator that drops them there holds
         the graph's live values only, not every node's (the outputs are never dropped)."""

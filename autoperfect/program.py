@@ -162,14 +162,8 @@ class Program:
     @cached_property
     def _pure(self) -> frozenset[int]:
         """The nodes no kernel's output reaches: MLX computes them from the inputs alone."""
-        users, todo = self.graph.users(), [w for s in self.steps if s.kernel is not None
-                                           for w in s.kernel.binds[len(s.kernel.inputs):]]
-        reached = set(todo)
-        while todo:
-            for u in users[todo.pop()]:
-                if u not in reached:
-                    reached.add(u)
-                    todo.append(u)
+        reached = self.graph.downstream(w for s in self.steps if s.kernel is not None
+                                        for w in s.kernel.binds[len(s.kernel.inputs):])
         return frozenset(n.id for n in self.graph.nodes if n.id not in reached)
 
 

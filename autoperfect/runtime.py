@@ -132,13 +132,7 @@ def reached(graph: Graph, k) -> tuple[int, ...]:
     """The positions of `graph`'s outputs that kernel `k`'s values reach. Only those say anything of
     the kernel: the others are MLX's alone, and a gate that asks for none of them leaves MLX's
     regions that compute only them unevaluated (Program.run_guarded)."""
-    users, seen = graph.users(), set(k.binds[len(k.inputs):])
-    todo = list(seen)
-    while todo:
-        for u in users[todo.pop()]:
-            if u not in seen:
-                seen.add(u)
-                todo.append(u)
+    seen = graph.downstream(k.binds[len(k.inputs):])
     return tuple(j for j, o in enumerate(graph.outputs) if o in seen)
 
 
