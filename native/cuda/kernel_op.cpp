@@ -9,7 +9,9 @@
 // arguments, its primitive carrying the cubin's bytes, and the lookup of the module by name (9-16 us
 // a call on the H200, docs/gpu-h200.md run 11).
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -67,6 +69,24 @@ std::uintptr_t load(const nb::bytes& cubin, const std::string& entry) {
   return reinterpret_cast<std::uintptr_t>(fn);
 }
 
+// How a launch enters the stream's CUDA graph. MLX caches a graph's executable under a key made of
+// its nodes' types and their dependencies, not their functions (a kernel node is "K" whatever it
+// runs, libmlx 0.32.4's add_kernel_node_raw): a plain kernel node of ours gives the same key as one
+// of MLX's own kernels in its place, and a call of ours after one of MLX's makes MLX update the
+// cached executable to another function (cudaGraphExecUpdate) or build it again. Keyed (the
+// default), the launch is a child graph of one kernel node whose key names the function, grid and
+// block, so only launches of the same instance share an executable. On the H100, 30 back-to-back
+// warm LayerNorm forwards had 3 and 4 calls about 1 ms slow as plain nodes and none keyed, the
+// value_and_grad 8 and 9 against 3 and 3 (over 1 ms); medians alike
+// (docs/experiments/2026-12-07e-gpu/keyed.out, keyed_warm.out). `set_keyed_nodes(False)`: plain.
+std::atomic<bool> keyed_nodes{true};
+// Outputs come from MLX's allocator::malloc, which on MLX's CUDA build gives managed (unified)
+// memory, where MLX's own ops take device memory from the stream's pool (cu::malloc_async, not
+// exported). Prefetched (set_prefetch_outputs(True)), each output's pages are moved to the device
+// on the stream before the kernel: no slow back-to-back call left on the H100, but every call
+// 0.02-0.04 ms longer (the forward's median 0.084-0.108 ms against 0.062-0.073), so it stays off.
+std::atomic<bool> prefetch_outputs{false};
+
 class CudaKernelOp : public FixedLaunch {
  public:
   CudaKernelOp(
@@ -80,7 +100,8 @@ class CudaKernelOp : public FixedLaunch {
         fn_(fn),
         grid_(grid),
         block_(block),
-        fills_(std::move(fills)) {}
+        fills_(std::move(fills)),
+        key_(graph_key(fn, grid, block)) {}
 
   void eval_cpu(const std::vector<array>&, std::vector<array>&) override {
     throw std::runtime_error(name_ + ": a CUDA kernel has no CPU implementation");
@@ -96,15 +117,45 @@ class CudaKernelOp : public FixedLaunch {
       encoder.set_input_array(in);
       ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(in)));
     }
+    const bool prefetch = prefetch_outputs.load(std::memory_order_relaxed);
     for (auto& out : outputs) {
       out.set_data(allocator::malloc(out.nbytes()));
       encoder.set_output_array(out);
       ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(out)));
+      if (prefetch && out.nbytes() > 0) {
+        CUmemLocation device = {};
+        device.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        device.id = encoder.device().cuda_device();
+        cudaStream_t s = encoder.stream();
+        // not managed memory (a later MLX's pool): nothing to move, and the kernel runs as it is
+        (void)cuMemPrefetchAsync(ptrs.back(), out.nbytes(), device, 0, s);
+      }
     }
     std::vector<void*> params;
     params.reserve(ptrs.size());
     for (auto& p : ptrs) {
       params.push_back(&p);
+    }
+    if (fills_.empty() && keyed_nodes.load(std::memory_order_relaxed)) {
+      CUDA_KERNEL_NODE_PARAMS node_params = {};
+      node_params.func = fn_;
+      node_params.gridDimX = grid_.x;
+      node_params.gridDimY = grid_.y;
+      node_params.gridDimZ = grid_.z;
+      node_params.blockDimX = block_.x;
+      node_params.blockDimY = block_.y;
+      node_params.blockDimZ = block_.z;
+      node_params.kernelParams = params.data();
+      CUgraph child = nullptr;
+      check(cuGraphCreate(&child, 0), name_ + ": cuGraphCreate");
+      CUgraphNode node = nullptr;
+      CUresult added = cuGraphAddKernelNode(&node, child, nullptr, 0, &node_params);
+      if (added == CUDA_SUCCESS) {
+        encoder.add_graph_node(reinterpret_cast<cudaGraph_t>(child), key_, true);  // copied into the stream's graph
+      }
+      cuGraphDestroy(child);
+      check(added, name_ + ": cuGraphAddKernelNode");
+      return;
     }
     if (fills_.empty()) {
       encoder.add_kernel_node_raw(fn_, grid_, block_, dim3(), 0, params.data());
@@ -139,10 +190,21 @@ class CudaKernelOp : public FixedLaunch {
   }
 
  private:
+  // the child graph's key: "ap" and the function's address, grid and block in hex ('-' and ':'
+  // separate MLX's keys)
+  static std::string graph_key(CUfunction fn, dim3 grid, dim3 block) {
+    char key[160];
+    std::snprintf(key, sizeof key, "ap%llx.%x.%x.%x.%x.%x.%x",
+                  static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(fn)), grid.x, grid.y,
+                  grid.z, block.x, block.y, block.z);
+    return key;
+  }
+
   CUfunction fn_;
   dim3 grid_;
   dim3 block_;
   std::vector<uint32_t> fills_;  // empty: no fill
+  std::string key_;
 };
 
 using CudaLauncher = Launcher<struct CudaKernels>;
@@ -189,6 +251,18 @@ NB_MODULE(_cuda_kernel_op, m) {
       "entry"_a,
       "The handle of `entry` in `cubin`, loaded once per process.");
   autoperfect::bind_launcher<autoperfect::CudaLauncher>(m);
+  m.def(
+      "set_keyed_nodes",
+      [](bool keyed) { autoperfect::keyed_nodes.store(keyed); },
+      "keyed"_a,
+      "Launches enter the stream's graph as child graphs keyed by their instance (True, the "
+      "default) or as plain kernel nodes (False).");
+  m.def(
+      "set_prefetch_outputs",
+      [](bool prefetch) { autoperfect::prefetch_outputs.store(prefetch); },
+      "prefetch"_a,
+      "Each output's pages moved to the device on the stream before the kernel runs (True) or "
+      "left where MLX's allocator put them (False, the default).");
   m.def(
       "launcher",
       &autoperfect::launcher,
