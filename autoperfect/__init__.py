@@ -5,6 +5,7 @@ import ctypes
 import ctypes.util
 import importlib
 import os
+import subprocess
 
 
 def __getattr__(name: str):
@@ -66,8 +67,8 @@ def bind_threads() -> bool:
 # The CPUs the process may run on, as it started. Bound OpenMP pins the thread that loads libgomp (the
 # first kernel's library) to the first core, and a thread or process that thread starts after
 # inherits that one core: a LayerNorm backward's compilers and gate, after its forward's kernels had
-# loaded, ran on one of two cores, the gate 11-14 s where it takes 7-9 s on both
-# (docs/experiments/2026-12-07d-cpu/affinity.py).
+# loaded, ran on one of two cores, the gate child 13.8-17.8 s where it took 8.3-9.2 s on both
+# (docs/experiments/2026-12-07d-cpu/affinity.out). The package starts its children with `run`.
 CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
 
 
@@ -89,6 +90,12 @@ def unpinned():
     finally:
         if mine is not None:
             os.sched_setaffinity(0, mine)
+
+
+def run(command, **kwargs) -> subprocess.CompletedProcess:
+    """`subprocess.run(command, **kwargs)`, the child started on every CPU of `CPUS` (`unpinned`)."""
+    with unpinned():
+        return subprocess.run(command, **kwargs)
 
 
 if os.environ.get(WARM_ALLOCATOR) == "1":

@@ -29,7 +29,7 @@ from typing import Callable, Iterator, TextIO, TypeVar
 
 import numpy as np
 
-from . import THREAD_BINDING, unpinned
+from . import THREAD_BINDING, run
 
 BOOTSTRAP_RESAMPLES = 2000
 STDERR_TAIL_CHARS = 4000
@@ -335,9 +335,8 @@ def run_condition(condition: str, target: str, payload: dict, timeout_s: float) 
         raise ValueError(f"unknown allocator condition {condition!r}; known: {sorted(ALLOCATOR_CONDITIONS)}")
     command = child_command("autoperfect.bench", target, condition)
     try:
-        with unpinned():
-            child = subprocess.run(command, input=json.dumps(payload), capture_output=True, text=True,
-                                   env=condition_environment(condition), timeout=timeout_s)
+        child = run(command, input=json.dumps(payload), capture_output=True, text=True,
+                    env=condition_environment(condition), timeout=timeout_s)
     except subprocess.TimeoutExpired as err:
         raise RuntimeError(f"{target} under {condition!r} ran past {timeout_s} s; stderr tail:\n"
                            f"{_tail(err.stderr)}") from err

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import backends, bench, dtypes, interp, unpinned
+from . import backends, bench, dtypes, interp, run
 from .bounds import DENORM_MIN, FMAX, propagate
 from .graph import Node, make_attrs
 from .kernel_ir import Arg, Instr, KernelIR, Launch, validate as validate_kernel
@@ -673,10 +673,8 @@ def run_child(module: str, request: dict, settings: Settings, backend: str) -> d
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     try:
-        with unpinned():
-            proc = subprocess.run(bench.child_command(module), input=json.dumps(request), text=True,
-                                  capture_output=True, timeout=settings.timeout_s, preexec_fn=limits,
-                                  env=bench.condition_environment("warm"))
+        proc = run(bench.child_command(module), input=json.dumps(request), text=True, capture_output=True,
+                   timeout=settings.timeout_s, preexec_fn=limits, env=bench.condition_environment("warm"))
     except subprocess.TimeoutExpired:
         return {"passed": False, "reason": f"timed out after {settings.timeout_s:.0f} s (a hang or an "
                                            "endless loop)"}

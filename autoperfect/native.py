@@ -37,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator, NamedTuple, Sequence
 
+from . import run
+
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "native"
 SOURCES = ("CMakeLists.txt", "kernel_op.cpp", "common.h", "common.cmake")
 MODULE = "_kernel_op"
@@ -133,7 +135,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _run(step: str, command: list[str], log: list[str], timeout_s: float) -> None:
     log.append("$ " + " ".join(command))
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        proc = run(command, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise NativeBuildError(f"{step} ran past {timeout_s} s") from None
     except OSError as err:

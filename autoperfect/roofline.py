@@ -46,7 +46,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import artifacts, bench
+from . import artifacts, bench, run
 
 COMPILER = "gcc"
 FLAGS = ["-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC"]
@@ -339,7 +339,7 @@ def build(source: str, cache_dir: str) -> str:
 
 def _compile(c_path: str, out_path: str) -> None:
     command = [COMPILER, *FLAGS, c_path, "-o", out_path]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
 

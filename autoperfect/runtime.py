@@ -204,7 +204,7 @@ def gate_kernel(request: dict, name: str, libraries: dict[str, str], draws: list
         for lib in live:
             reports[lib].append({"shapes": d.label, "status": "checked", "exact": d.exact, "checks": checks[lib]})
         last, first = (d, progs), first or kernel
-    memo = {}
+    memo: dict = {}  # the hidden draw's, on the last graph that has the kernel
     for lib in live:
         if useful[lib] == 0:
             verdicts[lib] = {"passed": False, "reason": "no useful test: every reference was degenerate",
@@ -216,7 +216,7 @@ def gate_kernel(request: dict, name: str, libraries: dict[str, str], draws: list
         if problem:
             verdicts[lib] = {"passed": False, "reason": problem, "shapes": reports[lib], "ulp": ulp}
             continue
-        d, progs = last
+        d, progs = last  # set: a variant with a useful check was checked on some draw
         hidden = judge.check_shape(d.f, progs[lib], d.spec, "normal", None, d.exact, key=keys[("hidden", d.n)].result(),
                                    outputs=d.outputs, memo=memo)
         verdicts[lib] = ({"passed": True, "shapes": reports[lib], "ulp": ulp, "hidden": {"draws": 1, "failed": 0}}

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes, native, unpinned
+from .. import dtypes, native, run
 from ..kernel_ir import KernelIR, Launch, sigmoid_form
 from ..ops import ULP_BOUND, Op
 from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, SHIFT_BLOCK, TAG, VECTOR_MATH,
@@ -351,9 +351,7 @@ def _vmath_object(cache_dir: str, source: Path) -> str | None:
     obj.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         out = Path(tmp) / obj.name
-        with unpinned():
-            done = subprocess.run([os.environ.get("CC", "gcc"), *flags, "-o", str(out), str(source)],
-                                  capture_output=True, text=True)
+        done = run([os.environ.get("CC", "gcc"), *flags, "-o", str(out), str(source)], capture_output=True, text=True)
         if done.returncode != 0:
             return None
         os.replace(out, obj)
@@ -390,8 +388,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         src.write_text(source)
         cmd = line(out, src, prelude)
         try:
-            with unpinned():
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            proc = run(cmd, capture_output=True, text=True, timeout=timeout_s)
             log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
         except subprocess.TimeoutExpired:
             log, ok = f"compiler timed out after {timeout_s} s", False
@@ -436,8 +433,7 @@ def _prelude(cache_dir: str, text: str, make: bool) -> str | None:
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         h = Path(tmp) / header.name
         h.write_text(text)
-        with unpinned():
-            done = subprocess.run([cc, *flags, "-x", "c-header", "-o", f"{h}.gch", str(h)], capture_output=True)
+        done = run([cc, *flags, "-x", "c-header", "-o", f"{h}.gch", str(h)], capture_output=True)
         if done.returncode != 0:
             return None
         os.replace(h, header)  # the header first: its precompiled form existing says both are there

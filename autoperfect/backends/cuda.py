@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import dtypes, native, unpinned
+from .. import dtypes, native, run
 from ..kernel_ir import KernelIR, Launch
 from ..ops import Op
 from ..program import CANARY, POISON, IntegrityError
@@ -312,8 +312,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
             check.write_text(unit)
             cmd = [path, *FLAGS, "-o", str(Path(tmp) / f"{key}.cubin"), str(check)]
             try:
-                with unpinned():
-                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+                proc = run(cmd, capture_output=True, text=True, timeout=timeout_s)
                 log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
             except subprocess.TimeoutExpired:
                 log, ok = f"nvcc timed out after {timeout_s} s", False
@@ -362,9 +361,8 @@ def instance(source: str, values: Sequence[tuple[str, int]], cache_dir: Path | N
         with tempfile.TemporaryDirectory(dir=where) as tmp:
             (Path(tmp) / "unit.cu").write_text(unit)
             try:
-                with unpinned():
-                    proc = subprocess.run([nvcc() or "nvcc", *flags, "-o", "unit.cubin", "unit.cu"], cwd=tmp,
-                                          capture_output=True, text=True, timeout=timeout_s)
+                proc = run([nvcc() or "nvcc", *flags, "-o", "unit.cubin", "unit.cu"], cwd=tmp,
+                           capture_output=True, text=True, timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 raise RuntimeError(f"nvcc timed out after {timeout_s} s on an instance of {entry}") from None
             if proc.returncode != 0:

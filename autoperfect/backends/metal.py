@@ -23,7 +23,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from .. import unpinned
+from .. import run
 from ..kernel_ir import KernelIR
 from ..ops import Op
 from .cfamily import BINARY, UNARY, GpuSchedule, SimtRenderer
@@ -307,9 +307,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         else:
             check.write_text(unit)
             try:
-                with unpinned():
-                    proc = subprocess.run([path, *FLAGS, str(check)], capture_output=True, text=True,
-                                          timeout=timeout_s)
+                proc = run([path, *FLAGS, str(check)], capture_output=True, text=True, timeout=timeout_s)
                 log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
             except subprocess.TimeoutExpired:
                 log, ok = f"the check timed out after {timeout_s} s", False

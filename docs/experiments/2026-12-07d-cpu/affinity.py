@@ -42,10 +42,9 @@ with autoperfect.unpinned():
 print("main thread after unpinned():", sorted(os.sched_getaffinity(0)))
 
 request = json.load(open(sys.argv[1]))
-plain = autoperfect.unpinned
 for n in range(int(sys.argv[2]) if len(sys.argv) > 2 else 2):
-    for label, context in (("pinned", lambda: __import__("contextlib").nullcontext()), ("unpinned", plain)):
-        autoperfect.judge.unpinned = context  # run_child's own, as this checkout has it
+    for label, start in (("pinned", subprocess.run), ("unpinned", autoperfect.run)):
+        autoperfect.judge.run = start  # how run_child starts its child
         t = time.perf_counter()
         reply = judge.run_child("autoperfect.runtime", request, judge.Settings(timeout_s=600), request["backend"])
         print(f"gate child, {label}: {time.perf_counter() - t:.2f} s", "verdicts" in reply, flush=True)
