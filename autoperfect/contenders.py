@@ -34,6 +34,9 @@ from .pipeline import front, program
 from .spec import OpSpec, seed_for
 
 VARIANT_ROUNDS = 7
+SCREEN_ROUNDS = 2  # a screening look's interleaved calls of each variant (choose_variants' `screen`) ...
+SCREEN_GAP_S = 1e-3  # ... which sets aside only variants this much slower too: timing calls of microseconds
+# costs a first call little, and at that scale one call's noise (a wake, a fault) can double it
 STEADY_MIN_CALLS = 8  # a steady sample is at least this many back-to-back calls of one contender ...
 STEADY_REPEATS = 11   # ... in this many interleaved rounds
 STEADY_MAX_SETS = 16  # copies of the inputs a steady burst takes in turn, at most
@@ -206,7 +209,7 @@ def user_calls(spec: OpSpec, f, torch_fns: dict, checks: dict, ref: list[np.ndar
 
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
                     baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1,
-                    pipeline: int = 1) -> dict[str, dict]:
+                    pipeline: int = 1, screen: float | None = None) -> dict[str, dict]:
     """For a kernel with several verified variants, time each (with the others fixed) and keep the
     fastest. Where several kernels have several variants, each is timed beside the others' likely
     choices: theirs where made already, else the fastest of one call each (a first look), never a
@@ -224,7 +227,16 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     the wait for it (on a GPU that wait varies more than the variants do). Returns kernel ->
     {"chosen": variant, "median_s": {variant: s}, "over_runner_up": {"variant", "median", "ci95"}}:
     the chosen one's paired speedup over the next fastest, with its bootstrap interval (an interval
-    reaching 1 says the two are not told apart in these rounds)."""
+    reaching 1 says the two are not told apart in these rounds).
+
+    With `screen` (the runtime's first call, which a user waits through), each kernel's variants
+    are first looked at in context (the others at their likely choices) over SCREEN_ROUNDS
+    interleaved calls (after one to warm up, where no first look ran them; the first look itself
+    then has none), and a variant whose faster call took more than `screen`
+    times the fastest variant's, and SCREEN_GAP_S more, is not timed further (`screened_out`; that call stands in
+    `median_s`); one variant left is chosen without further rounds. A LayerNorm backward's column
+    kernels at their row schedules took 3x their column schedules' time, in 4 of each kernel's 6
+    variants (docs/experiments/2026-12-07f-cpu)."""
     kernels = {k.name: k for k in f.kernels if k is not None}
     first = {name: be.Kernel(kernels[name], next(iter(libs.values()))) for name, libs in variants.items()}
 
@@ -234,13 +246,27 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
 
     several = {kname: libs for kname, libs in sorted(variants.items()) if len(libs) > 1}
     if len(several) > 1:
-        for kname, libs in several.items():
-            look = bench.time_interleaved(calls_of(kname, libs), 1, 1, seed, burst)
+        for kname, libs in several.items():  # screening: no warm-up, its own look warms the variants up
+            look = bench.time_interleaved(calls_of(kname, libs), 0 if screen else 1, 1, seed, burst)
             first[kname] = be.Kernel(kernels[kname], libs[min(look, key=lambda v: look[v][0])])
     choice = {}
     for kname, libs in sorted(variants.items()):
         if len(libs) < 2:
             choice[kname] = {"chosen": next(iter(libs)), "median_s": {}}
+            continue
+        out = {}
+        if screen:
+            warm = 0 if len(several) > 1 else 1  # each variant has run in the first look already
+            look = {v: min(s) / pipeline
+                    for v, s in bench.time_interleaved(calls_of(kname, libs), warm, SCREEN_ROUNDS, seed, burst).items()}
+            fastest = min(look.values())
+            out = {v: t for v, t in look.items() if t > screen * fastest and t - fastest > SCREEN_GAP_S}
+            libs = {v: lib for v, lib in libs.items() if v not in out}
+        if len(libs) < 2:  # the others took more than `screen` times its time
+            (chosen,) = libs
+            choice[kname] = {"chosen": chosen, "median_s": {chosen: look[chosen], **out},
+                             "screened_out": sorted(out), "screen": screen}
+            first[kname] = be.Kernel(kernels[kname], libs[chosen])
             continue
         calls = calls_of(kname, libs)
         timed = {**(baselines or {}), **calls}
@@ -249,9 +275,10 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
         samples = bench.time_interleaved(timed, 2, used, seed, burst)
         medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
         chosen, runner_up = sorted(medians, key=medians.get)[:2]
-        choice[kname] = {"chosen": chosen, "median_s": medians, "rounds": used,
+        choice[kname] = {"chosen": chosen, "median_s": {**medians, **out}, "rounds": used,
                          "over_runner_up": {"variant": runner_up,
-                                            **bench.speedup(samples[chosen], samples[runner_up], seed)}}
+                                            **bench.speedup(samples[chosen], samples[runner_up], seed)},
+                         **({"screened_out": sorted(out), "screen": screen} if out else {})}
         # the kernels timed after it run it as chosen: closer to the program that will run
         first[kname] = be.Kernel(kernels[kname], libs[chosen])
     return choice

@@ -555,6 +555,7 @@ def timing(be) -> tuple[int, int]:
 
 
 RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
+SCREEN = 2.0  # a first call times no further a verified variant whose first look took this many times the fastest's
 NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
 
 
@@ -887,7 +888,7 @@ class Jit:
             rounds, queued = timing(be)
             chosen = contenders.choose_variants(only(f, set(passed)), passed, _timing_arrays(args), be,
                                                 seed_for(*sorted(passed), "variants"), rounds=rounds,
-                                                pipeline=queued)
+                                                pipeline=queued, screen=SCREEN)
         for job in jobs:
             done[job.k.name] = self._keep(job, chosen.get(job.k.name))
         lap("choose")

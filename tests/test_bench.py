@@ -331,6 +331,60 @@ def test_each_kernels_variants_are_timed_beside_the_others_likely_choices(monkey
     assert {ctx["b"] for ctx in contexts[0].values()} == {"b3"} and {ctx["a"] for ctx in contexts[1].values()} == {"a2"}
 
 
+def test_screening_times_no_further_a_variant_whose_look_took_past_screen_times_the_fastest(monkeypatch):
+    """With `screen` (the runtime's first call), each kernel's variants are looked at in context (the
+    other kernel at its likely choice) over SCREEN_ROUNDS calls after a warm-up, and a variant whose
+    faster call took more than `screen` times the fastest one's (and SCREEN_GAP_S more) is not timed
+    in the rounds that choose: that call stands in median_s and it is named in screened_out. One
+    variant left is chosen without further rounds; calls of microseconds, or no `screen`, time
+    every variant as before."""
+    from autoperfect import contenders
+
+    cost = {"a": {"a1": 5.0, "a2": 1.0, "a3": 1.9, "a4": 3.5}, "b": {"b1": 9.0, "b2": 4.0, "b3": 1.0}}
+    calls_made = []
+
+    class Kernel:
+        def __init__(self, k, lib):
+            self.name, self.lib = k.name, lib
+
+    def time_interleaved(calls, warmup, rounds, seed, burst=1):
+        calls_made.append((sorted(calls), warmup, rounds))
+        # each variant's second call is its fastest: a look is the faster of its calls
+        return {v: [sum(cost[k][lib] for k, lib in loaded.items()) * f for f in (1.5, 1.0, 1.2)[:rounds]]
+                for v, loaded in calls.items()}
+
+    class F:
+        kernels = [type("K", (), {"name": n})() for n in ("a", "b")]
+    monkeypatch.setattr(contenders, "program", lambda f, loaded: {n: k.lib for n, k in loaded.items()})
+    monkeypatch.setattr(contenders, "pipelined", lambda fn, args, n: fn)
+    monkeypatch.setattr(contenders.bench, "time_interleaved", time_interleaved)
+    monkeypatch.setattr(contenders.bench, "speedup", lambda a, b, seed: {"median": 1.0, "ci95": [1.0, 1.0]})
+    be = type("Backend", (), {"Kernel": Kernel})
+    variants = {k: {v: v for v in c} for k, c in cost.items()}
+    choice = contenders.choose_variants(F(), variants, (), be, seed=3, rounds=3, screen=2.0)
+    every_a, every_b = ["a1", "a2", "a3", "a4"], ["b1", "b2", "b3"]
+    assert calls_made[:2] == [(every_a, 0, 1), (every_b, 0, 1)]  # the first looks, one call each, no warm-up
+    # a beside b3 (its likely choice): a1 (6.0) and a4 (4.5) took more than twice a2's 2.0; a3 (2.9) did not
+    assert calls_made[2:4] == [(every_a, 0, contenders.SCREEN_ROUNDS), (["a2", "a3"], 2, 3)]
+    assert choice["a"]["chosen"] == "a2" and choice["a"]["screened_out"] == ["a1", "a4"]
+    assert choice["a"]["median_s"]["a1"] == 6.0 and choice["a"]["median_s"]["a2"] == pytest.approx(2.4)
+    # b beside a2: b1 (10) and b2 (5) took more than twice b3's 2: b3 is left and chosen on its look
+    assert calls_made[4:] == [(every_b, 0, 2)] and choice["b"]["chosen"] == "b3" and "rounds" not in choice["b"]
+    assert choice["b"]["median_s"] == {"b3": 2.0, "b1": 10.0, "b2": 5.0} and choice["b"]["screened_out"] == ["b1", "b2"]
+    calls_made.clear()
+    cost = {k: {v: t * 1e-4 for v, t in c.items()} for k, c in cost.items()}  # calls of microseconds
+    small = contenders.choose_variants(F(), variants, (), be, seed=3, rounds=3, screen=2.0)
+    assert all("screened_out" not in c and len(c["median_s"]) == len(variants[k]) for k, c in small.items())
+    calls_made.clear()
+    lone = contenders.choose_variants(F(), {"a": variants["a"], "b": {"b3": "b3"}}, (), be, seed=3, rounds=3,
+                                      screen=2.0)
+    assert calls_made[0] == (every_a, 1, 2) and len(calls_made) == 2 and lone["a"]["chosen"] == "a2"  # no first look
+    calls_made.clear()
+    plain = contenders.choose_variants(F(), variants, (), be, seed=3, rounds=3)
+    assert calls_made == [(every_a, 1, 1), (every_b, 1, 1), (every_a, 2, 4), (every_b, 2, 6)]
+    assert "screened_out" not in plain["a"] and sorted(plain["a"]["median_s"]) == every_a
+
+
 def test_a_steady_burst_takes_enough_copies_of_the_inputs_to_pass_the_caches():
     """roofline.BEYOND times the caches over the bytes each call reads, rounded up; one copy when
     one call reads past that already, or where no cache is known; never more than STEADY_MAX_SETS."""
