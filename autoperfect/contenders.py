@@ -232,8 +232,8 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
     With `screen` (the runtime's first call, which a user waits through), each kernel's variants
     are first looked at in context (the others at their likely choices) over SCREEN_ROUNDS
     interleaved calls (after one to warm up, where no first look ran them; the first look itself
-    then has none), and a variant whose faster call took more than `screen`
-    times the fastest variant's, and SCREEN_GAP_S more, is not timed further (`screened_out`; that call stands in
+    then has none), and a variant whose faster call took more than `screen` times the fastest
+    variant's, and SCREEN_GAP_S more, is not timed further (`screened_out`; that call stands in
     `median_s`); one variant left is chosen without further rounds. A LayerNorm backward's column
     kernels at their row schedules took 3x their column schedules' time, in 4 of each kernel's 6
     variants (docs/experiments/2026-12-07f-cpu)."""

@@ -555,8 +555,8 @@ def timing(be) -> tuple[int, int]:
 
 
 RANKED = 2  # variants gated first where the kernel was timed at another launch (`rank`)
-SCREEN = 2.0  # a first call times no further a verified variant whose first look took this many times the fastest's
 NEAR = math.log(8)  # ... a launch within 8x of this one's elements and row length, together
+SCREEN = 2.0  # a first call times no further a variant that took this many times the fastest's (choose_variants)
 
 
 @dataclass(frozen=True)
