@@ -266,19 +266,18 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
             (chosen,) = libs
             choice[kname] = {"chosen": chosen, "median_s": {chosen: look[chosen], **out},
                              "screened_out": sorted(out), "screen": screen}
-            first[kname] = be.Kernel(kernels[kname], libs[chosen])
-            continue
-        calls = calls_of(kname, libs)
-        timed = {**(baselines or {}), **calls}
-        # at least one balanced block: each variant after each contender as often as the others
-        used = max(rounds, bench.balanced_block(len(timed)))
-        samples = bench.time_interleaved(timed, 2, used, seed, burst)
-        medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
-        chosen, runner_up = sorted(medians, key=medians.get)[:2]
-        choice[kname] = {"chosen": chosen, "median_s": {**medians, **out}, "rounds": used,
-                         "over_runner_up": {"variant": runner_up,
-                                            **bench.speedup(samples[chosen], samples[runner_up], seed)},
-                         **({"screened_out": sorted(out), "screen": screen} if out else {})}
+        else:
+            calls = calls_of(kname, libs)
+            timed = {**(baselines or {}), **calls}
+            # at least one balanced block: each variant after each contender as often as the others
+            used = max(rounds, bench.balanced_block(len(timed)))
+            samples = bench.time_interleaved(timed, 2, used, seed, burst)
+            medians = {v: float(np.median(samples[v])) / pipeline for v in calls}
+            chosen, runner_up = sorted(medians, key=medians.get)[:2]
+            choice[kname] = {"chosen": chosen, "median_s": {**medians, **out}, "rounds": used,
+                             "over_runner_up": {"variant": runner_up,
+                                                **bench.speedup(samples[chosen], samples[runner_up], seed)},
+                             **({"screened_out": sorted(out), "screen": screen} if out else {})}
         # the kernels timed after it run it as chosen: closer to the program that will run
         first[kname] = be.Kernel(kernels[kname], libs[chosen])
     return choice
