@@ -86,6 +86,19 @@ std::atomic<bool> keyed_nodes{true};
 // on the stream before the kernel: no slow back-to-back call left on the H100, but every call
 // 0.02-0.04 ms longer (the forward's median 0.084-0.108 ms against 0.062-0.073), so it stays off.
 std::atomic<bool> prefetch_outputs{false};
+// allocator::malloc, where our outputs come from, asks MLX's CUDA allocator for unified memory
+// (device -1). When its cache hands that request a buffer one of MLX's own ops had taken on the
+// device (their cu::malloc_async), it first moves the buffer to unified memory, a synchronous
+// copy (CudaAllocator::malloc_async -> move_to_unified_memory, libmlx 0.32.4), and so it goes on
+// until every cached buffer of that size is unified: the slow warm calls of
+// docs/experiments/2026-12-07c-gpu and -07e-gpu. The cache gives a request of n bytes a buffer of
+// [n, n + 32 KB) (two 16 KB pages, buffer_cache.h); our outputs ask for `output_pad` bytes more
+// than they hold, so that a same-sized array of MLX's and one of ours never take each other's
+// buffers. On the H100, 40 warm rounds of a LayerNorm forward and value_and_grad interleaved with
+// MLX's own: exact sizes had 2-3 and 5-8 calls 1-4.5 ms slow, padded none and 0-1 (about 1 ms);
+// the medians alike (docs/experiments/2026-12-07g-gpu/probe.out). `set_output_pad(0)`: exact sizes.
+constexpr size_t kOutputPad = 32768;
+std::atomic<size_t> output_pad{kOutputPad};
 
 class CudaKernelOp : public FixedLaunch {
  public:
@@ -118,8 +131,9 @@ class CudaKernelOp : public FixedLaunch {
       ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(in)));
     }
     const bool prefetch = prefetch_outputs.load(std::memory_order_relaxed);
+    const size_t pad = output_pad.load(std::memory_order_relaxed);
     for (auto& out : outputs) {
-      out.set_data(allocator::malloc(out.nbytes()));
+      out.set_data(allocator::malloc(out.nbytes() > 0 ? out.nbytes() + pad : 0));
       encoder.set_output_array(out);
       ptrs.push_back(reinterpret_cast<CUdeviceptr>(gpu_ptr<void>(out)));
       if (prefetch && out.nbytes() > 0) {
@@ -263,6 +277,13 @@ NB_MODULE(_cuda_kernel_op, m) {
       "prefetch"_a,
       "Each output's pages moved to the device on the stream before the kernel runs (True) or "
       "left where MLX's allocator put them (False, the default).");
+  m.def(
+      "set_output_pad",
+      [](size_t pad) { autoperfect::output_pad.store(pad); },
+      "pad"_a,
+      "Bytes each output asks MLX's allocator for beyond its size (32768 by default, so that its "
+      "buffer is never one of MLX's own device buffers, which the allocator would first move to "
+      "unified memory; 0: exact sizes).");
   m.def(
       "launcher",
       &autoperfect::launcher,
