@@ -32,8 +32,9 @@ def _bytes(g: Graph, nodes) -> int:
 @dataclass(frozen=True)
 class RegionCost:
     bytes: int            # ideal traffic: inputs read once, outputs written once
-    flops: int            # per-element work (per-row work is negligible beside it)
-    passes: int           # sweeps over a row (1 + number of dependent reduction levels)
+    flops: int            # per-element work, a reduction's once per element it reduces
+    passes: int           # sweeps over a row: one per level of dependent reductions, and one after
+                          # the last for the per-element work that needs it
     row_bytes: int        # one row of every per-element input: what each pass re-reads from cache
     saved_bytes: int      # traffic fusion saved: intermediates never written and read back
     launches_saved: int
@@ -54,13 +55,16 @@ def region_cost(p: Partition, r: Region) -> RegionCost:
     row = r.domain[r.axis if r.axis is not None else -1] if r.domain else 1
     elements = math.prod(r.domain) if r.domain else 1
     per_space = {"elem": elements, "row": elements // max(row, 1)}
-    flops = sum(node_flops(g.nodes[i].op) * per_space[r.space(i)] for i in computed)
+    flops = sum(node_flops(g.nodes[i].op) * (elements if g.nodes[i].op in REDUCE else per_space[r.space(i)])
+                for i in computed)
     internal = [i for i in r.nodes if i not in r.outputs]
     levels: dict[int, int] = {}
     for i in r.nodes:  # dependent reductions: each needs its own sweep of the row
         below = max((levels.get(s, 0) for s in g.nodes[i].srcs), default=0)
         levels[i] = below + (1 if g.nodes[i].op in REDUCE else 0)
-    passes = 1 + max(levels.values(), default=0) if r.reduces else 1
+    # a reduction runs in its level's sweep; per-element work after the reductions it reads, in the next
+    passes = max((levels[i] if g.nodes[i].op in REDUCE else levels[i] + 1 for i in r.nodes
+                  if g.nodes[i].op in REDUCE or r.space(i) == "elem"), default=1)
     row_bytes = row * sum(dtypes.ITEMSIZE[g.nodes[b].dtype] for b in r.inputs)
     return RegionCost(_bytes(g, r.inputs) + _bytes(g, r.outputs), flops, passes, row_bytes,
                       2 * _bytes(g, internal), max(len(computed) - 1, 0))
@@ -94,8 +98,9 @@ def describe(p: Partition) -> dict:
 def kernel_work(kernels) -> dict:
     """What the kernels compute, counted from their KernelIR at their launch sizes: evaluations of
     each approximated function (whose throughput the roofline measures one by one) and the other
-    arithmetic in flops. Each instruction counts once per element or row, however many passes
-    recompute it: the ideal work, as `bytes_moved` is the ideal traffic."""
+    arithmetic in flops. Each instruction counts once per element or row (a reduction once per
+    element it reduces), however many passes recompute it: the ideal work, as `bytes_moved` is the
+    ideal traffic."""
     functions: dict[str, int] = {}
     flops = 0
     for k in kernels:
@@ -104,6 +109,8 @@ def kernel_work(kernels) -> dict:
         for ins in k.body:
             if ins.op in ULP_BOUND:
                 functions[ins.op.value] = functions.get(ins.op.value, 0) + per_space[ins.space]
-            elif ins.op in ELEMENTWISE | REDUCE and ins.op is not Op.CAST:
+            elif ins.op in REDUCE:
+                flops += node_flops(ins.op) * elements
+            elif ins.op in ELEMENTWISE and ins.op is not Op.CAST:
                 flops += node_flops(ins.op) * per_space[ins.space]
     return {"functions": functions, "flops": flops}

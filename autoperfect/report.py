@@ -11,6 +11,7 @@ shows inline.
 from __future__ import annotations
 
 import base64
+import glob
 import html
 import json
 import math
@@ -1044,29 +1045,36 @@ def gpu_section(results_dir: str) -> list[str]:
     lines = ["## GPU: the cuda backend through MLX's CUDA build", ""]
     summary, problem = read_json(os.path.join(results_dir, "h200", "summary.json"))
     if summary is None:
-        recorded = _recorded_gpu_figures(os.path.join(os.path.dirname(os.path.abspath(results_dir)),
-                                                      "docs", "gpu-h200.md"))
+        recorded = _recorded_gpu_figures(os.path.join(os.path.dirname(os.path.abspath(results_dir)), "docs"))
         return lines + [f"Not measured on this machine ({problem}; `python -m autoperfect.gpu_bench "
                         "configs/h200.yaml results/h200` on a machine where MLX sees a CUDA GPU writes it)."
-                        + (" The last H200 run, as recorded in docs/gpu-h200.md:" if recorded else ""),
+                        + (" The last GPU run, as recorded in docs/gpu-h200.md (the earlier ones are there "
+                           "too):" if recorded else ""),
                         "", *recorded, ""]
     machine = summary.get("machine") or {}
     return lines + [f"On {machine.get('gpu')}, measured {summary.get('measured_at')}.", "",
                     *gpu_bench.markdown(summary), ""]
 
 
-def _recorded_gpu_figures(path: str) -> list[str]:
-    """The `## Figures` section of the committed GPU record (its headings demoted one level)."""
+def _recorded_gpu_figures(docs: str) -> list[str]:
+    """The last run of the committed GPU record: the first part of docs/gpu-h200.md's `## Figures`
+    (its headings demoted one level), and the tables of the highest-numbered docs/h200/run*/summary.md."""
     try:
-        text = open(path).read()
+        text = open(os.path.join(docs, "gpu-h200.md")).read()
     except OSError:
         return []
-    start = text.find("## Figures")
-    if start < 0:
+    start = text.find("\n### ", text.find("## Figures"))
+    if text.find("## Figures") < 0 or start < 0:
         return []
-    end = text.find("\n## ", start + 1)
-    body = text[start:end if end > 0 else len(text)].splitlines()[1:]
-    return [("#" + line) if line.startswith("#") else line for line in body]
+    end = min(i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1), len(text)) if i > 0)
+    lines = [("#" + line) if line.startswith("#") else line for line in text[start + 1:end].splitlines()]
+    runs = [d for d in glob.glob(os.path.join(docs, "h200", "run*", "summary.md"))
+            if os.path.basename(os.path.dirname(d))[3:].isdigit()]
+    if runs:
+        last = max(runs, key=lambda d: int(os.path.basename(os.path.dirname(d))[3:]))
+        lines += ["", f"Its tables ({os.path.relpath(last, os.path.dirname(docs))}):", "",
+                  *open(last).read().splitlines()]
+    return lines
 
 
 def summation_section(results_dir: str) -> list[str]:

@@ -499,6 +499,9 @@ class Namespace:
         return _at(self._home)
 
     def __getattr__(self, name: str):
+        import mlx.core as mx_real
+        if not hasattr(mx_real, name):
+            raise TraceError(f"mx.{name} does not exist in mlx.core at {user_line()}")
         raise TraceError(f"mx.{name} is not supported by the tracer at {user_line()}")
 
     def grad(self, fun, argnums=0, argnames=()):

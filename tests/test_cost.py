@@ -26,6 +26,15 @@ def test_layernorm_costs_three_passes_and_saves_its_intermediates():
     assert 0 < c.intensity < 1
 
 
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_a_lone_sum_is_one_pass_that_adds_every_element(axis):
+    p = partition(lambda x: mx.sum(x, axis=axis), [(64, 128)])
+    (c,) = [cost.region_cost(p, r) for r in p.regions]
+    assert c.passes == 1
+    assert c.flops == 64 * 128
+    assert cost.kernel_work(kernels(lambda x: mx.sum(x, axis=axis), [(64, 128)]))["flops"] == 64 * 128
+
+
 def test_transcendentals_weigh_more_than_adds():
     chain = cost.region_cost(*(lambda p: (p, p.regions[0]))(partition(lambda x: x + 1.0, [(1000,)])))
     exps = cost.region_cost(*(lambda p: (p, p.regions[0]))(partition(lambda x: mx.exp(x), [(1000,)])))

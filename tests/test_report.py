@@ -500,3 +500,17 @@ def test_the_goals_section_puts_the_bar_against_what_each_ops_mix_can_reach(resu
     (results / "roofline.json").write_text(json.dumps({
         **json.loads((results / "roofline.json").read_text()), "copy_nt_gbps": 53.2}))
     assert "the read kernel's): chain 72%\n" in _goals(results)
+
+
+def test_without_a_gpu_run_the_report_shows_the_last_recorded_one_only(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "h200").mkdir(parents=True)
+    (docs / "gpu-h200.md").write_text("# GPU\n\nintro\n\n## Figures\n\n### Run 10: newest\n\nnew text\n\n"
+                                      "### Run 9: older\n\nold text\n\n## What they say\n\nlater\n")
+    for n, table in ((9, "| nine |"), (10, "| ten |")):
+        (docs / "h200" / f"run{n}").mkdir()
+        (docs / "h200" / f"run{n}" / "summary.md").write_text(table + "\n")
+    text = "\n".join(report.gpu_section(str(tmp_path / "results")))
+    assert "#### Run 10: newest" in text and "new text" in text
+    assert "old text" not in text and "later" not in text
+    assert "(docs/h200/run10/summary.md)" in text and "| ten |" in text and "| nine |" not in text

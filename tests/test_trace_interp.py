@@ -214,6 +214,10 @@ def uses_indexing(x):
     return x[x > 0] * 2  # data-dependent (boolean) indexing; static indexing is supported
 
 
+def misspells_a_function(x):
+    return mx.sigmod(x)
+
+
 def uses_unknown_method(x):
     return x.conj()
 
@@ -236,10 +240,11 @@ X3 = [("x", (3,), "float32")]
 
 REFUSED = [
     # (function, inputs, words the message must contain: the call, and the user's line text)
-    (uses_fft, X3, ["mx.fft", "return mx.fft.fft(x)"]),
+    (uses_fft, X3, ["mx.fft is not supported by the tracer", "return mx.fft.fft(x)"]),
     (uses_random, X3, ["mx.random", "return x + mx.random.normal(x.shape)"]),
     (uses_indexing, X3, ["static indexing", "return x[x > 0] * 2"]),
     (uses_unknown_method, X3, [".conj", "return x.conj()"]),
+    (misspells_a_function, X3, ["mx.sigmod does not exist in mlx.core", "return mx.sigmod(x)"]),
     (uses_control_flow, X3, ["control flow", "if mx.sum(x) > 0:"]),
     (mismatched_shapes, X3 + [("y", (4,), "float32")], ["broadcast", "add", "return x + y"]),
     (bad_reshape, X3, ["reshape", "return mx.reshape(x, (4, 4))"]),
