@@ -1037,6 +1037,30 @@ def schedule_model_section(results_dir: str) -> list[str]:
     return lines
 
 
+def fusion_section(results_dir: str, ops: list[str]) -> list[str]:
+    """What the fuse stage made of each op (results/{op}/regions.json): its regions, each kernel's
+    class, domain and operations, and the fusions it refused, with their reasons."""
+    lines = ["## What was fused", "",
+             "Each op's regions (`results/{op}/regions.json`): the kernels generated for it, and what was "
+             "left to MLX or not fused, with the reasons.", "",
+             _table_row(["op", "regions", "kernels", "refused fusions"]), _table_row(["---"] * 4)]
+    for op in ops:
+        data, problem = read_json(os.path.join(results_dir, op, "regions.json"))
+        if data is None:
+            lines.append(_table_row([op, problem, "–", "–"]))
+            continue
+        kernels = [f"{r.get('class')} {r.get('domain')}: {', '.join(r.get('ops', []))}"
+                   for r in data.get("regions", []) if r.get("kind") == "kernel"]
+        refused: dict[str, int] = {}
+        for d in data.get("decisions", []):
+            if not d.get("fused"):
+                refused[d.get("reason", "?")] = refused.get(d.get("reason", "?"), 0) + 1
+        lines.append(_table_row([op, str(data.get("summary", "–")), "; ".join(kernels) or "–",
+                                 "; ".join(shorten(f"{r} (x{n})" if n > 1 else r) for r, n in refused.items())
+                                 or "none"]))
+    return lines + [""]
+
+
 def gpu_section(results_dir: str) -> list[str]:
     """The GPU run's figures (autoperfect.gpu_bench, e.g. on the lent H200: results/h200), when the
     run's summary is there; docs/gpu-h200.md keeps the last one measured."""
@@ -1118,6 +1142,7 @@ def build_report(results_dir: str, ops: list[str], backends: list[str], out_md: 
     links = {name: os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
              for name, p in plots.items()}
     text = (render(rows, ceiling, ceiling_problem, links)
+            + "\n".join(fusion_section(results_dir, ops)) + "\n"
             + "\n".join(runtime_section(results_dir)) + "\n"
             + "\n".join(summation_section(results_dir)) + "\n"
             + "\n".join(choice_section(rows)) + "\n"

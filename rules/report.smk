@@ -22,6 +22,7 @@ def finished_mutants(wildcards):
 
 rule report:
     input:
+        expand("results/{op}/regions.json", op=OPS),
         expand("results/{op}/{backend}/validation.json", op=OPS, backend=BACKENDS),
         expand("results/{op}/{backend}/bench.json", op=OPS, backend=BACKENDS),
         "results/roofline.json",

@@ -60,7 +60,9 @@ def _build(results, ops=("chain", "softmax")):
 
 
 def _rows_of(markdown, op):
-    return [line for line in markdown.splitlines() if line.startswith(f"| {op} |")]
+    """The op's rows in the timing tables (the fusion section, after them, has a row an op too)."""
+    timings = markdown.split("## What was fused")[0]
+    return [line for line in timings.splitlines() if line.startswith(f"| {op} |")]
 
 
 def test_report_shows_the_passing_op_in_every_condition(results):
@@ -514,3 +516,18 @@ def test_without_a_gpu_run_the_report_shows_the_last_recorded_one_only(tmp_path)
     assert "#### Run 10: newest" in text and "new text" in text
     assert "old text" not in text and "later" not in text
     assert "(docs/h200/run10/summary.md)" in text and "| ten |" in text and "| nine |" not in text
+
+
+def test_the_fusion_section_names_each_ops_kernels_and_why_a_fusion_was_refused(tmp_path):
+    _write(tmp_path / "split" / "regions.json", {
+        "summary": "5 computed nodes -> 2 fused kernel(s), 1 left to MLX",
+        "regions": [{"kind": "kernel", "class": "row", "domain": [8, 16], "ops": ["max", "sub", "exp"]},
+                    {"kind": "mlx", "class": None, "domain": [8, 16], "ops": ["matmul"]},
+                    {"kind": "kernel", "class": "elementwise", "domain": [128], "ops": ["mul"]}],
+        "decisions": [{"fused": True, "reason": "same domain"},
+                      {"fused": False, "reason": "matmul is left to MLX"},
+                      {"fused": False, "reason": "matmul is left to MLX"}]})
+    text = "\n".join(report.fusion_section(str(tmp_path), ["split", "absent"]))
+    assert ("| split | 5 computed nodes -> 2 fused kernel(s), 1 left to MLX | row [8, 16]: max, sub, exp; "
+            "elementwise [128]: mul | matmul is left to MLX (x2) |") in text
+    assert "| absent | regions.json missing |" in text
