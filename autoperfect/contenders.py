@@ -262,10 +262,10 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
             fastest = min(look.values())
             out = {v: t for v, t in look.items() if t > screen * fastest and t - fastest > SCREEN_GAP_S}
             libs = {v: lib for v, lib in libs.items() if v not in out}
+        screened = {"screened_out": sorted(out), "screen": screen} if out else {}
         if len(libs) < 2:  # the others took more than `screen` times its time
             (chosen,) = libs
-            choice[kname] = {"chosen": chosen, "median_s": {chosen: look[chosen], **out},
-                             "screened_out": sorted(out), "screen": screen}
+            choice[kname] = {"chosen": chosen, "median_s": {chosen: look[chosen], **out}, **screened}
         else:
             calls = calls_of(kname, libs)
             timed = {**(baselines or {}), **calls}
@@ -277,7 +277,7 @@ def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: in
             choice[kname] = {"chosen": chosen, "median_s": {**medians, **out}, "rounds": used,
                              "over_runner_up": {"variant": runner_up,
                                                 **bench.speedup(samples[chosen], samples[runner_up], seed)},
-                             **({"screened_out": sorted(out), "screen": screen} if out else {})}
+                             **screened}
         # the kernels timed after it run it as chosen: closer to the program that will run
         first[kname] = be.Kernel(kernels[kname], libs[chosen])
     return choice
@@ -528,12 +528,12 @@ def in_cache(spec: OpSpec, f, loaded: dict, seed: int) -> dict:
     record = {"divisor": divisor, "shapes": {i.name: list(i.shape) for i in small.inputs},
               "bytes_moved": ideal_bytes(f), "kernel": summary, "burst": IN_CACHE_BURST,
               "calls_s": summary["median_s"] * divisor}
-    if len(cuts) == 1:
-        return {**record, "seconds": record["calls_s"], "fixed_included": True}
-    half = bench.summarize(samples[str(2 * divisor)], seed)
-    seconds, per_call = rows_time(summary["median_s"], half["median_s"], divisor)
-    record.update(half={"divisor": 2 * divisor, "kernel": half}, per_call_s=per_call)
-    if seconds is None:  # the half was no faster: the noise's; the calls' figure stands, fixed costs and all
+    seconds = None
+    if len(cuts) > 1:
+        half = bench.summarize(samples[str(2 * divisor)], seed)
+        seconds, per_call = rows_time(summary["median_s"], half["median_s"], divisor)
+        record.update(half={"divisor": 2 * divisor, "kernel": half}, per_call_s=per_call)
+    if seconds is None:  # one cut, or the half no faster (the noise's): the calls' figure, fixed costs and all
         return {**record, "seconds": record["calls_s"], "fixed_included": True}
     return {**record, "seconds": seconds}
 

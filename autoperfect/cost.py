@@ -25,6 +25,12 @@ def node_flops(op: Op) -> int:
     return 1
 
 
+def _evaluations(op: Op, space: str, per_space: dict[str, int]) -> int:
+    """How many times an operation of the given space runs: once per element or row of its space,
+    a reduction once per element it reduces."""
+    return per_space["elem"] if op in REDUCE else per_space[space]
+
+
 def _bytes(g: Graph, nodes) -> int:
     return sum(math.prod(g.nodes[i].shape) * dtypes.ITEMSIZE[g.nodes[i].dtype] for i in nodes)
 
@@ -55,8 +61,7 @@ def region_cost(p: Partition, r: Region) -> RegionCost:
     row = r.domain[r.axis if r.axis is not None else -1] if r.domain else 1
     elements = math.prod(r.domain) if r.domain else 1
     per_space = {"elem": elements, "row": elements // max(row, 1)}
-    flops = sum(node_flops(g.nodes[i].op) * (elements if g.nodes[i].op in REDUCE else per_space[r.space(i)])
-                for i in computed)
+    flops = sum(node_flops(g.nodes[i].op) * _evaluations(g.nodes[i].op, r.space(i), per_space) for i in computed)
     internal = [i for i in r.nodes if i not in r.outputs]
     levels: dict[int, int] = {}
     for i in r.nodes:  # dependent reductions: each needs its own sweep of the row
@@ -109,8 +114,6 @@ def kernel_work(kernels) -> dict:
         for ins in k.body:
             if ins.op in ULP_BOUND:
                 functions[ins.op.value] = functions.get(ins.op.value, 0) + per_space[ins.space]
-            elif ins.op in REDUCE:
-                flops += node_flops(ins.op) * elements
-            elif ins.op in ELEMENTWISE and ins.op is not Op.CAST:
-                flops += node_flops(ins.op) * per_space[ins.space]
+            elif ins.op in ELEMENTWISE | REDUCE and ins.op is not Op.CAST:
+                flops += node_flops(ins.op) * _evaluations(ins.op, ins.space, per_space)
     return {"functions": functions, "flops": flops}

@@ -17,6 +17,8 @@ import json
 import math
 import mimetypes
 import os
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
@@ -1051,10 +1053,7 @@ def fusion_section(results_dir: str, ops: list[str]) -> list[str]:
             continue
         kernels = [f"{r.get('class')} {r.get('domain')}: {', '.join(r.get('ops', []))}"
                    for r in data.get("regions", []) if r.get("kind") == "kernel"]
-        refused: dict[str, int] = {}
-        for d in data.get("decisions", []):
-            if not d.get("fused"):
-                refused[d.get("reason", "?")] = refused.get(d.get("reason", "?"), 0) + 1
+        refused = Counter(d.get("reason", "?") for d in data.get("decisions", []) if not d.get("fused"))
         lines.append(_table_row([op, str(data.get("summary", "–")), "; ".join(kernels) or "–",
                                  "; ".join(shorten(f"{r} (x{n})" if n > 1 else r) for r, n in refused.items())
                                  or "none"]))
@@ -1087,17 +1086,18 @@ def _recorded_gpu_figures(docs: str) -> list[str]:
         text = open(os.path.join(docs, "gpu-h200.md")).read()
     except OSError:
         return []
-    start = text.find("\n### ", text.find("## Figures"))
-    if text.find("## Figures") < 0 or start < 0:
+    figures = text.find("## Figures")
+    start = text.find("\n### ", figures) if figures >= 0 else -1
+    if start < 0:
         return []
-    end = min(i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1), len(text)) if i > 0)
+    end = min([i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1)) if i > 0], default=len(text))
     lines = [("#" + line) if line.startswith("#") else line for line in text[start + 1:end].splitlines()]
-    runs = [d for d in glob.glob(os.path.join(docs, "h200", "run*", "summary.md"))
-            if os.path.basename(os.path.dirname(d))[3:].isdigit()]
+    runs = {int(m[1]): path for path in glob.glob(os.path.join(docs, "h200", "run*", "summary.md"))
+            if (m := re.fullmatch(r"run(\d+)", os.path.basename(os.path.dirname(path))))}
     if runs:
-        last = max(runs, key=lambda d: int(os.path.basename(os.path.dirname(d))[3:]))
-        lines += ["", f"Its tables ({os.path.relpath(last, os.path.dirname(docs))}):", "",
-                  *open(last).read().splitlines()]
+        last = runs[max(runs)]
+        with open(last) as tables:
+            lines += ["", f"Its tables ({os.path.relpath(last, os.path.dirname(docs))}):", "", *tables.read().splitlines()]
     return lines
 
 

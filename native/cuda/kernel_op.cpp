@@ -97,8 +97,7 @@ std::atomic<bool> prefetch_outputs{false};
 // buffers. On the H100, 40 warm rounds of a LayerNorm forward and value_and_grad interleaved with
 // MLX's own: exact sizes had 2-3 and 5-8 calls 1-4.5 ms slow, padded none and 0-1 (about 1 ms);
 // the medians alike (docs/experiments/2026-12-07g-gpu/probe.out). `set_output_pad(0)`: exact sizes.
-constexpr size_t kOutputPad = 32768;
-std::atomic<size_t> output_pad{kOutputPad};
+std::atomic<size_t> output_pad{32768};
 
 class CudaKernelOp : public FixedLaunch {
  public:
