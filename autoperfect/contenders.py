@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from . import backends, bench, dtypes, interp, native, roofline
-from .backends.cfamily import PARALLEL_MIN
+from .backends.cfamily import PARALLEL_MIN, Unsupported
 from .judge import as_float, draw, storage
 from .pipeline import front, program
 from .spec import OpSpec, seed_for
@@ -207,6 +207,30 @@ def user_calls(spec: OpSpec, f, torch_fns: dict, checks: dict, ref: list[np.ndar
     return calls
 
 
+def kernelir_mlx(f, ref: list[np.ndarray], checks: dict, first: InputSet) -> dict[str, Callable[[InputSet], object]]:
+    """The `kernelir_mlx` baseline: the op's KernelIR rendered by the `mlx` backend, each kernel as
+    MLX ops under mx.compile and the steps between as our program runs them. The same regions and
+    fusion plan with MLX's code in place of ours, so the kernel's speedup over it is what the
+    generated code adds apart from what fusing does. Checked on `first` against `ref` as every
+    baseline is; where the backend renders no kernel of the op, it is left out and `checks` says so."""
+    be = backends.get("mlx")
+    loaded = {}
+    for k in f.kernels:
+        if k is None:
+            continue
+        try:
+            built = be.build(be.render(k, be.schedules_for(k)[0]))
+        except Unsupported:
+            built = None
+        if built is None or not built.ok:
+            checks["kernelir_mlx"] = False
+            return {}
+        loaded[k.name] = be.Kernel(k, built.library)
+    reference = program(f, loaded)
+    checks["kernelir_mlx"] = agrees(mlx_values(reference(*first.arrays)), ref, output_dtypes(f))
+    return {"kernelir_mlx": lambda s: evaluate(reference, s.arrays)} if checks["kernelir_mlx"] else {}
+
+
 def choose_variants(f, variants: dict[str, dict[str, str]], arrays, be, seed: int,
                     baselines: dict | None = None, rounds: int = VARIANT_ROUNDS, burst: int = 1,
                     pipeline: int = 1, screen: float | None = None) -> dict[str, dict]:
@@ -303,6 +327,8 @@ def measure(payload: dict) -> dict:
               for k in f.kernels if k is not None}
     ours = program(f, loaded)
     calls["kernel"] = lambda s: evaluate(ours, s.arrays)
+    if payload["backend"] != "mlx":  # after the choice: its rounds time the variants among the user's options
+        calls.update(kernelir_mlx(f, ref, checks, sets[0]))
     kernels = roofline.load_kernels(roofline.DEFAULT_CACHE_DIR)
     single = timed_with_streams(over(calls, sets[:1]), kernels, read, written, payload["warmup"],
                                 payload["repeats"], seed)

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from . import artifacts, bench, roofline
 
-BASELINE_ORDER = ("mlx_eager", "mlx_compile", "mlx_fast", "numpy", "torch_eager", "torch_compile")
+BASELINE_ORDER = ("mlx_eager", "mlx_compile", "mlx_fast", "kernelir_mlx", "numpy", "torch_eager", "torch_compile")
 CONDITIONS = {  # condition -> (where bench.json keeps it, the table's title)
     "warm": (None, "Freed memory kept by the allocator"),
     "steady": ("steady", "Steady state: bursts of back-to-back calls over copies of the inputs beyond the "
@@ -395,6 +395,9 @@ def render(rows: list[Row], ceiling: dict | None, ceiling_problem: str, plot_lin
              _roofline_line(ceiling, ceiling_problem), "",
              "Times are medians over interleaved rounds after warm-up, including allocation and dispatch; "
              "a speedup is a baseline's median over the kernel's, with a paired bootstrap 95% interval. "
+             "`kernelir_mlx` is the same kernels' KernelIR rendered as MLX ops under mx.compile (the "
+             "`mlx` backend): the same fusion in MLX's code, so the kernel's speedup over it is what the "
+             "generated code adds to the fusion. "
              "GB/s is the op's ideal traffic (`bytes_moved`) over the kernel's median. "
              "The roofline's time is the longer of that traffic at the bandwidth its mix of reads and "
              "writes can reach (each byte read at the read-only kernel's cost, each byte written at "

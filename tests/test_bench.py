@@ -589,3 +589,37 @@ def test_in_cache_runs_in_a_child_of_its_own_on_the_chosen_libraries(cpu_build, 
     record = got["in_cache"]
     assert record["shapes"]["x"][1] == 1000 and record["seconds"] > 0
     assert record["seconds"] == pytest.approx(record["kernel"]["median_s"] * record["divisor"])
+
+
+def test_the_kernelir_baseline_runs_the_ops_kernels_as_mlx_ops_and_is_checked(monkeypatch, tmp_path):
+    """`kernelir_mlx`: the op's kernels rendered by the `mlx` backend, called as our program calls
+    them; a rendering that computes something else (rsqrt made sqrt) is left out, as a baseline
+    that disagrees with the answer key always is, and one the backend can't render too."""
+    from autoperfect import backends, contenders, interp
+    from autoperfect.backends.cfamily import Unsupported
+    from autoperfect.pipeline import front
+
+    from op_table import config_specs, small_shapes
+
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = config_specs()["rmsnorm"]
+    spec = spec.with_shapes(small_shapes(spec.inputs))
+    f = front(spec)
+    (first,) = contenders.input_sets(spec, f, 1, with_torch=False)
+    ref = interp.evaluate(f.traced, list(first.xs), "float64")
+    checks = {}
+    calls = contenders.kernelir_mlx(f, ref, checks, first)
+    assert checks == {"kernelir_mlx": True} and set(calls) == {"kernelir_mlx"}
+    np.testing.assert_allclose(contenders.mlx_values(calls["kernelir_mlx"](first))[0], ref[0], rtol=1e-5, atol=1e-6)
+
+    be = backends.get("mlx")
+    render = be.render
+    monkeypatch.setattr(be, "render", lambda k, s: render(k, s).replace("mx.rsqrt(", "mx.sqrt("))
+    checks = {}
+    assert contenders.kernelir_mlx(f, ref, checks, first) == {} and checks == {"kernelir_mlx": False}
+
+    def unsupported(k, s):
+        raise Unsupported("no MLX rendering")
+    monkeypatch.setattr(be, "render", unsupported)
+    checks = {}
+    assert contenders.kernelir_mlx(f, ref, checks, first) == {} and checks == {"kernelir_mlx": False}

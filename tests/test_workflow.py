@@ -89,7 +89,8 @@ def test_full_run_writes_the_contract(ran):
         for key in ("kernel", "baselines", "bytes_moved", "roofline_fraction", "default_allocator"):
             assert key in bench
         assert {"median_s", "ci95_s"} <= set(bench["kernel"])
-        assert {"mlx_eager", "mlx_compile", "numpy"} <= set(bench["baselines"])
+        assert {"mlx_eager", "mlx_compile", "numpy", "kernelir_mlx"} <= set(bench["baselines"])
+        assert bench["baseline_checks"]["kernelir_mlx"] is True   # the same kernels as MLX ops, checked
         steady = bench["steady"]   # back-to-back bursts taking copies of the inputs in turn
         assert set(steady["baselines"]) == set(bench["baselines"]) and steady["burst"] % steady["input_sets"] == 0
         for timed in (bench, steady, bench["default_allocator"]):   # the host's share of the rounds' CPU time
