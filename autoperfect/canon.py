@@ -50,11 +50,24 @@ class Emitter:
 
     def reduce(self, op: Op, x: int, axes, keepdims: bool) -> int:
         """One reduction per axis, innermost first: every kernel then reduces one axis (the last
-        one in parallel over rows), and the sizes a kernel divides by stay per-axis."""
+        one in parallel over rows), and the sizes a kernel divides by stay per-axis. A 16-bit sum or
+        product over several axes keeps its partial results in float32 (`widened`), as MLX's one
+        reduction accumulates, and rounds once."""
         shape = self.node(x).shape
+        x, narrow = self.widened(x, len(axes) > 1 and op in (Op.SUM, Op.PROD))
         for a in sorted(axes, reverse=True):
             x = self.emit(op, [x], shape=reduced_shape(self.node(x).shape, (a,), True), axes=(a,), keepdims=True)
+        x = self.cast(x, narrow) if narrow else x
         return x if keepdims else self.drop_axes(x, reduced_shape(shape, axes, False))
+
+    def widened(self, x: int, several: bool) -> tuple[int, str | None]:
+        """`x` in float32 where it is a 16-bit float whose reduction is split over `several` axes
+        (with the type to round back to), else `x` as it is: rounded to 16 bits between the axes, a
+        bfloat16 sum of rows that cancel (65281 and -65280, each row rounded) lost the whole result."""
+        dtype = self.node(x).dtype
+        if several and dtype in ("float16", "bfloat16"):
+            return self.cast(x, "float32"), dtype
+        return x, None
 
     def drop_axes(self, x: int, shape) -> int:
         shape = tuple(shape)
@@ -92,9 +105,11 @@ def _mean(e: Emitter, x: int, axes, keepdims: bool) -> int:
     # sum / n per axis: dividing by n rounds once (multiplying by 1/n rounds twice), and a mean of
     # means keeps every divisor one axis's size, which a size-generic kernel reads at launch
     shape = e.node(x).shape
+    x, narrow = e.widened(x, len(axes) > 1)
     for a in sorted(axes, reverse=True):
         s = e.reduce(Op.SUM, x, (a,), True)
         x = e.emit(Op.DIV, [s, e.count(x, (a,), e.node(s).dtype)])
+    x = e.cast(x, narrow) if narrow else x
     return x if keepdims else e.drop_axes(x, reduced_shape(shape, axes, False))
 
 

@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import backends, bench, contenders, judge, native, schedule_model, static
+from . import backends, bench, contenders, dtypes, judge, native, schedule_model, static
 from .backends.cfamily import Unsupported
 from .autodiff import vjp
 from .cache import Cache, chip, key_for
@@ -336,6 +336,7 @@ class Plan:
     transformed: Callable | None = None        # `run` under MLX's transformations (transformable)
     backward: Jit | None = None                # its derivative under mx.grad and mx.vjp (Backward)
     arrays: tuple[int, ...] | None = None      # the array arguments' positions; None: every argument
+    checked: bool = False                      # its outputs compared with the function's own (disagreement)
 
     def to_mlx(self, why: str) -> None:
         """Run the signature as eager MLX from now on, every kernel region saying `why`."""
@@ -410,6 +411,54 @@ def _structure(result: Any) -> str:
     if isinstance(result, tuple):
         return "tuple"
     return "list" if isinstance(result, list) else "array"
+
+
+def _always(arrays) -> bool:
+    """Without the extension, which tells a transformation's arrays apart: take every call for one."""
+    return True
+
+
+AGREE = 1e-3  # disagreement: the kernels' outputs within this share of each output's scale of MLX's
+
+
+def disagreement(ours: Any, theirs: Any) -> str | None:
+    """Where the kernels' outputs (`ours`) and the function's own (`theirs`, MLX's ops on the same
+    arrays) differ, or None where they agree: the same shapes and dtypes, NaN at the same places, the
+    same infinities, and every finite value within AGREE (or 8 ulps of its dtype, where more) of the
+    largest finite magnitude of MLX's output. The judge holds each kernel to the traced graph's
+    float64 answer key; this holds the traced graph to the function itself, on the first call's
+    arrays, so a function the tracer took for another (a bound method traced without its object, a
+    reduction split where MLX accumulates at once) runs as MLX instead of giving other numbers. Loose
+    by design: two right ways of computing an output differ by their roundings, far below it."""
+    import mlx.core as mx
+
+    ours = ours if isinstance(ours, (tuple, list)) else (ours,)
+    theirs = theirs if isinstance(theirs, (tuple, list)) else (theirs,)
+    if len(ours) != len(theirs):
+        return f"{len(ours)} outputs against {len(theirs)}"
+    mx.eval(list(ours), list(theirs))
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
+            return f"output {i} is {a.dtype} {list(a.shape)} against MLX's {b.dtype} {list(b.shape)}"
+        wide = mx.float32 if mx.issubdtype(a.dtype, mx.floating) else a.dtype
+        x, y = (np.asarray(v.astype(wide)).astype(np.float64) for v in (a, b))
+        if not np.array_equal(np.isnan(x), np.isnan(y)):
+            return f"output {i} has NaN at {int(np.sum(np.isnan(x) != np.isnan(y)))} places MLX's has not, or the reverse"
+        inf = np.isinf(x) | np.isinf(y)
+        if not np.array_equal(x[inf], y[inf]):
+            return f"output {i} has other infinities than MLX's at {int(np.sum(x[inf] != y[inf]))} places"
+        finite = np.isfinite(x) & np.isfinite(y)
+        if not finite.any():
+            continue
+        kind = from_mlx(a.dtype)
+        scale = float(np.max(np.abs(y[finite])))
+        allowed = max(AGREE, 8 * dtypes.EPS.get(kind, 0.0)) * scale if kind in dtypes.EPS else 0.0
+        error = np.abs(x[finite] - y[finite])
+        if float(error.max()) > allowed:
+            worst = int(np.argmax(error))
+            return (f"output {i}: {float(x[finite][worst]):.6g} against MLX's {float(y[finite][worst]):.6g}, "
+                    f"{int(np.sum(error > allowed))} of {error.size} values beyond {allowed:.3g}")
+    return None
 
 
 def _shaped(out: Any, structure: str) -> Any:
@@ -639,7 +688,7 @@ class Jit:
 
         self._array = mx.array
         ext = native.load()  # whether a transformation traces the call: where none does, `run` as it is
-        self._tracing = ext.any_tracer if ext is not None else (lambda args: True)
+        self._tracing = ext.any_tracer if ext is not None else _always
         self._last: tuple | None = None  # what the last call's trace is built from, when asked for
         self._counts: dict[str, float] = {"calls": 0, "eager_calls": 0, "kernel_calls": 0, "setup_s": 0.0}
         self._sources: dict[str, int] = {}
@@ -689,10 +738,13 @@ class Jit:
             out = first if first is not None else self.fn(*args, **kwargs)
         else:
             plan.times.clear()
+            ext_knows = self._tracing is not _always
             arrays = args if plan.arrays is None else [args[i] for i in plan.arrays]
             try:
-                run = plan.transformed if self._tracing(arrays) else plan.run
-                out = _shaped(run(*arrays), plan.structure)
+                tracing = self._tracing(arrays)
+                out = _shaped((plan.transformed if tracing else plan.run)(*arrays), plan.structure)
+                if not plan.checked and not (tracing and ext_knows):
+                    out = self._checked(plan, out, first, args, kwargs)
             except Exception as e:  # a kernel that fails now fails for good: this signature goes eager
                 out = self.fn(*args, **kwargs)
                 if _placeholders(e):  # but a kernel run at once can't take a transformation's arrays
@@ -702,6 +754,24 @@ class Jit:
                 plan.to_mlx(f"a kernel failed at run time ({type(e).__name__}: {e})")
         self._note(start, sig, plan, setup, memory=first is None)
         return out
+
+    def _checked(self, plan: Plan, out: Any, first: Any, args: tuple, kwargs: dict) -> Any:
+        """The call's outputs once the plan's first outputs it can evaluate are compared with the
+        function's own on the same arrays (`disagreement`; `first`, the function's lazy result on a
+        first call, else one call of it): where they differ the signature runs as MLX from now on
+        and this call returns MLX's. Under a transformation that forbids evaluating (mx.compile,
+        mx.vmap) it waits for a call outside one."""
+        theirs = first if first is not None else self.fn(*args, **kwargs)
+        try:
+            problem = disagreement(out, theirs)
+        except Exception:  # an array of a transformation that can't be evaluated here
+            return out
+        plan.checked = True
+        if problem is None:
+            return out
+        plan.to_mlx(f"the kernels disagree with the function itself on this call's arrays ({problem}): "
+                    "the traced graph is not the function; it runs as MLX")
+        return theirs
 
     def _eager(self, start: float, sig: tuple, why: str, args: tuple, kwargs: dict):
         """The call as eager MLX, its trace saying why; nothing planned."""

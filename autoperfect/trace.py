@@ -10,6 +10,7 @@ is traced on its own and its reverse mode (autodiff.vjp) inlined (`_Context.deri
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import linecache
 import math
@@ -681,6 +682,10 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
     globals, so a helper of the user's module traces too."""
     import mlx.core as mx_real
 
+    if isinstance(fn, types.MethodType):  # a bound method: its function rebound, called on its object
+        return types.MethodType(bind_mx(fn.__func__, ns), fn.__self__)
+    if isinstance(fn, functools.partial):
+        return functools.partial(bind_mx(fn.func, ns), *fn.args, **fn.keywords)
     module = fn.__globals__
     new_globals = dict(module)
     for key, value in module.items():

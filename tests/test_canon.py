@@ -442,3 +442,18 @@ def test_canonicalize_is_idempotent(case: Case):
     once = canon.canonicalize(trace_case(case))
     assert canon.canonicalize(once).digest() == once.digest()
 
+
+
+@pytest.mark.parametrize("reduce", [lambda x: mx.sum(x), lambda x: mx.sum(x, axis=(0, 1)), lambda x: mx.mean(x)])
+def test_a_16_bit_reduction_over_several_axes_rounds_once(reduce):
+    """Split into one reduction per axis, a bfloat16 sum rounded each row's sum to bfloat16 before
+    adding the rows (65281 -> 65280 against -65280: 0 for a total of 4, MLX's answer); the partial
+    sums now stay float32 and the result rounds once, as MLX's single reduction does."""
+    rows = np.array([[256.0] * 255 + [1.0], [-256.0] * 255 + [0.0]] * 4, np.float32)
+    x = mx.array(rows).astype(mx.bfloat16)
+    g = canon.canonicalize(trace(reduce, [("x", (8, 256), "bfloat16")]))
+    got = interp.evaluate(g, [rows], "native")[0]
+    want = np.array(reduce(x).astype(mx.float32))
+    assert float(got) == float(want) != 0.0
+    sums = [n for n in g.nodes if n.op is Op.SUM]
+    assert len(sums) == 2 and all(n.dtype == "float32" for n in sums)

@@ -892,3 +892,59 @@ def test_the_race_and_the_variants_are_timed_as_the_backend_says(tmp_path, monke
     # the user's call, if the kernels won
     raced = 4 if race["rounds"] == 1 else 4 * (1 + 1 + 3)
     assert len(calls) == raced + (0 if f.last_trace.eager else 1)
+
+
+class _Layer:
+    """A model-style layer: its method's first parameter is the object, its last has a default."""
+    def __init__(self, shift: float):
+        self.shift = shift
+
+    def forward(self, x, scale=2.0):
+        return mx.exp(x) * scale + self.shift
+
+
+def test_a_bound_method_and_a_partial_trace_as_they_are_called(tmp_path):
+    """A bound method traced as its function dropped its object: the arguments moved one place
+    left (here x became `self` and the scale array x), and the kernels computed exp(scale) * 2."""
+    x, s = arrays("bound method", (6, 40), (6, 40))
+    layer = _Layer(0.25)
+    f = jit(layer.forward, cache_dir=tmp_path)
+    assert_close(f(x, s), layer.forward(x, s))
+    assert f.last_trace.kernels and not f.last_trace.eager, f.last_trace.describe()
+    g = jit(functools.partial(swish_shift, b=s[0]), cache_dir=tmp_path)
+    assert_close(g(x), swish_shift(x, s[0]))
+
+
+def test_kernels_that_disagree_with_the_function_itself_run_as_mlx(tmp_path, monkeypatch):
+    """The judge holds kernels to the traced graph; the first call holds the traced graph to the
+    function. A trace of another function (here exp(x) * 3 for exp(x) * 2) passes the gate and is
+    caught there: that call and the later ones return MLX's values, and the trace says why."""
+    def doubled(x):
+        return mx.exp(x) * 2.0
+
+    def tripled(x):
+        return mx.exp(x) * 3.0
+
+    (x,) = arrays("disagree", (6, 40))
+    f = jit(doubled, cache_dir=tmp_path)
+    monkeypatch.setattr(f, "_trace", lambda inputs, name, constants: runtime.trace(tripled, inputs, name, constants))
+    assert_close(f(x), doubled(x))
+    assert "disagree with the function itself" in f.last_trace.eager and not f.last_trace.kernels
+    assert_close(f(x), doubled(x))
+    assert f.stats()["kernel_calls"] == 0
+
+
+def test_disagreement_allows_roundings_and_names_what_differs():
+    nan, inf = float("nan"), float("inf")
+    base = mx.array([1.0, -2.0, nan, inf, 1000.0])
+    assert runtime.disagreement(base, base) is None
+    assert runtime.disagreement((base * (1 + 2e-7),), (base,)) is None            # a rounding's difference
+    assert "beyond" in runtime.disagreement(base + 2.0, base)                      # 2 > 1e-3 of 1000
+    assert "NaN" in runtime.disagreement(mx.array([1.0, -2.0, 0.0, inf, 1000.0]), base)
+    assert "infinities" in runtime.disagreement(mx.array([1.0, -2.0, nan, -inf, 1000.0]), base)
+    assert "outputs" in runtime.disagreement((base, base), (base,))
+    assert "float16" in runtime.disagreement(base.astype(mx.float16), base)
+    ints = mx.array([3, 4], dtype=mx.int32)
+    assert runtime.disagreement(ints, ints) is None and "beyond" in runtime.disagreement(ints + 1, ints)
+    half = mx.array([256.0, -256.0], dtype=mx.bfloat16)
+    assert runtime.disagreement(half, half) is None
