@@ -256,7 +256,9 @@ def _opaque(n: Node, args, errs, v: np.ndarray, terms: np.ndarray | None) -> np.
     if n.op is Op.MATMUL:  # k products summed in any order, like a sum of k terms
         (a, b), (ea, eb) = args, [np.broadcast_to(e, x.shape) for e, x in zip(errs, args)]
         k = a.shape[-1]
-        return np.abs(a) @ eb + ea @ np.abs(b) + ea @ eb + k * u * terms  # terms: |a| @ |b|
+        # terms: |a| @ |b|; a product below the normal range rounds to the subnormals' spacing, an
+        # absolute error no relative term covers (tiny inputs: MLX's matmul 2 spacings from float64's)
+        return np.abs(a) @ eb + ea @ np.abs(b) + ea @ eb + k * u * terms + k * DENORM_MIN.get(n.dtype, 0.0)
     if n.op in (Op.CUMSUM, Op.CUMPROD):
         x, ex = args[0], np.broadcast_to(errs[0], args[0].shape)
         count = x.shape[n.attr("axis")]

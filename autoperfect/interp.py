@@ -34,7 +34,7 @@ UNARY: dict[Op, Callable] = {
     Op.NEG: np.negative, Op.ABS: np.abs, Op.SQUARE: np.square, Op.SQRT: np.sqrt,
     Op.RSQRT: lambda x: 1.0 / np.sqrt(x), Op.RECIPROCAL: lambda x: 1.0 / x, Op.EXP: np.exp,
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.TANH: np.tanh, Op.SIGMOID: _sigmoid,
-    Op.ERF: lambda x: _erf(x).astype(x.dtype), Op.SIN: np.sin, Op.COS: np.cos, Op.FLOOR: np.floor,
+    Op.ERF: lambda x: np.asarray(_erf(x), np.float64).astype(x.dtype), Op.SIN: np.sin, Op.COS: np.cos, Op.FLOOR: np.floor,
     Op.CEIL: np.ceil, Op.SIGN: _sign, Op.NOT: np.logical_not, Op.ISNAN: np.isnan, Op.ISINF: np.isinf,
 }
 BINARY: dict[Op, Callable] = {

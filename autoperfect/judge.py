@@ -26,7 +26,7 @@ import numpy as np
 
 from . import backends, bench, dtypes, interp, run
 from .bounds import DENORM_MIN, FMAX, propagate
-from .graph import Node, make_attrs
+from .graph import Graph, Node, make_attrs
 from .kernel_ir import Arg, Instr, KernelIR, Launch, validate as validate_kernel
 from .ops import EXACT, ULP_BOUND, Op
 from .pipeline import Front, front, program
@@ -123,26 +123,43 @@ def scale_shapes(spec: OpSpec) -> dict[str, tuple[int, ...]] | None:
     return {i.name: tuple(grown.get(d, d) for d in i.shape) for i in spec.inputs}
 
 
-def draw(spec: OpSpec, cls: str, rng: np.random.Generator) -> list[np.ndarray]:
-    """Inputs of one class, rounded to each input's dtype (held as the interpreter holds them)."""
+def index_limits(g: Graph) -> dict[str, int]:
+    """Each input the graph gathers with (take's or take_along_axis' indices, read as they are): the
+    length of the smallest axis it indexes, at these shapes."""
+    names = {n.id: n.attr("name") for n in g.inputs}
+    limits: dict[str, int] = {}
+    for n in g.nodes:
+        if n.op in (Op.TAKE, Op.TAKE_ALONG_AXIS) and n.srcs[1] in names:
+            x, axis = g.nodes[n.srcs[0]], n.attr("axis")
+            length = math.prod(x.shape) if axis is None else x.shape[axis]
+            name = names[n.srcs[1]]
+            limits[name] = min(limits.get(name, length), length)
+    return limits
+
+
+def draw(spec: OpSpec, cls: str, rng: np.random.Generator, limits: dict[str, int] | None = None) -> list[np.ndarray]:
+    """Inputs of one class, rounded to each input's dtype (held as the interpreter holds them); an
+    index input (`limits`: index_limits) within the axis it indexes, whatever its range says."""
     out = []
     for inp in spec.inputs:
         shape = inp.shape
         if inp.dtype == "bool":
-            out.append(rng.random(shape) < 0.5)
+            out.append(np.asarray(rng.random(shape) < 0.5))
             continue
         if inp.dtype in ("int32", "uint32"):
             lo, hi = inp.range or ((-100, 100) if inp.dtype == "int32" else (0, 100))
-            out.append(rng.integers(int(lo), int(hi) + 1, size=shape).astype(dtypes.to_numpy(inp.dtype)))
+            if limits and inp.name in limits:
+                lo, hi = max(lo, 0), min(hi, limits[inp.name] - 1)
+            out.append(np.asarray(rng.integers(int(lo), int(hi) + 1, size=shape)).astype(dtypes.to_numpy(inp.dtype)))
             continue
         if inp.range is not None:
             lo, hi = inp.range
-            x = rng.uniform(lo, hi, size=shape)
+            x = np.asarray(rng.uniform(lo, hi, size=shape))
             if cls == "special":  # the domain's edges
                 edge = rng.random(shape) < 0.05
                 x = np.where(edge, rng.choice([lo, hi], size=shape), x)
         else:
-            x = rng.standard_normal(shape)
+            x = np.asarray(rng.standard_normal(shape))
             if cls == "large":
                 x = x * LARGE[inp.dtype]
             elif cls == "tiny":
@@ -324,7 +341,7 @@ class AnswerKey:
 
 
 def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
-    xs = draw(spec, cls, rng)
+    xs = draw(spec, cls, rng, index_limits(f.traced))
     # the answer key first: where it can't be computed (an index input out of range at these shapes)
     # the program can't be judged either, and MLX's gathers would read out of bounds
     refs = interp.evaluate(f.traced, xs, "float64")
@@ -682,9 +699,10 @@ def run_child(module: str, request: dict, settings: Settings, backend: str) -> d
         name = signal.Signals(-proc.returncode).name
         return {"passed": False, "reason": f"crashed with {name} (e.g. an out-of-bounds access)",
                 "stderr": proc.stderr[-2000:]}
-    if proc.returncode != 0:
+    if proc.returncode != 0:  # an exception in the judge's own Python (a kernel's fault is a signal or a verdict)
         tail = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        return {"passed": False, "reason": f"the judge's child failed: {tail[0]}", "stderr": proc.stderr[-2000:]}
+        return {"passed": False, "reason": f"the judge's child failed: {tail[0]}", "stderr": proc.stderr[-2000:],
+                "harness": True}
     return json.loads(proc.stdout)
 
 

@@ -680,6 +680,9 @@ class Jit:
         self.fn, self.allow_compile, self.timeout_s, self.race = fn, allow_compile, timeout_s, race
         self.fused_vjp = fused_vjp
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
+        missing = backends.missing_device(self.backend) if self.backend in backends.GPU else ""
+        if missing:  # its kernels could be built and judged nowhere here: every signature would run as MLX
+            raise backends.BackendError(f"backend {self.backend!r} can't run kernels on this machine: {missing}")
         self.cache = Cache(cache_dir)
         self._plans: dict[tuple, Plan] = {}
         self._warm: dict[tuple, tuple[tuple, Plan]] = {}  # the arguments' key (__call__) -> (signature, plan)
@@ -792,6 +795,8 @@ class Jit:
             setup[name] = setup.get(name, 0.0) + now - clock
             clock = now
 
+        if any(a.size == 0 for a in args):
+            return Plan((), None, structure, "an input has no elements: nothing for a kernel to compute"), setup
         names = _names(self.fn, binding.positional)
         inputs = [(names[i], tuple(a.shape), from_mlx(a.dtype)) for i, a in zip(binding.arrays, args)]
         try:
@@ -979,7 +984,7 @@ class Jit:
         if not passed:
             variant = job.candidates[0].variant
             verdict = verdicts[variant]
-            if not any(d.get("retry") for d in verdicts.values()):
+            if not any(d.get("retry") or d.get("harness") for d in verdicts.values()):
                 self.cache.store(k, self.backend, variant, source[variant], None,
                                  {**verdict, "gate": "quick", "variants": summary}, {}, "runtime")
             return None, f"no variant passed the gate: {verdict['reason']}"

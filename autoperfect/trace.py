@@ -720,7 +720,8 @@ def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: 
 
     `constants` are arguments passed as they are, Python values the graph is specialized on: by
     position (int; `inputs` fill the other positions in order) or by keyword (str)."""
-    return _traced(_Context(name or fn.__name__), fn, inputs, constants)
+    return _traced(_Context(name or getattr(inspect.unwrap(getattr(fn, "func", fn)), "__name__", "fn")), fn, inputs,
+                   constants)
 
 
 def _traced(ctx: _Context, fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]],
@@ -740,7 +741,10 @@ def _traced(ctx: _Context, fn: Callable, inputs: Sequence[tuple[str, Sequence[in
     except TraceError:
         raise
     except Exception as e:  # the user's code failed on tracer values
-        raise TraceError(f"{type(e).__name__}: {e} at {_failing_line(e)}") from e
+        reached = (" (a traced value reached mlx itself: the tracer follows `mx` in the function's own module "
+                   "and that module's functions, not `mlx.core.` spelled out, mlx.nn or another module's helpers)"
+                   if "Tracer" in str(e) or "trees of arrays" in str(e) else "")
+        raise TraceError(f"{type(e).__name__}: {e} at {_failing_line(e)}{reached}") from e
     finally:
         stack.pop()
     results = result if isinstance(result, (tuple, list)) else (result,)

@@ -1688,3 +1688,25 @@ def test_a_permuted_loop_is_one_kernel_writing_its_outputs_in_the_arrays_order_o
             launch = Launch((cols, rows), (strides,), (buffer.shape,), (out.shape,))
             BE.Kernel(k, library(k, schedule, tmp_path)).run_numpy([buffer, out], launch)
             np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-7, err_msg=schedule.name)
+
+
+ROW_VALUES16 = {  # 16-bit kernels whose outputs are row values: stored after the row's passes
+    "row_sum": "def row_sum(x):\n    return mx.sum(x, axis=-1)\n",
+    "row_max": "def row_max(x):\n    return mx.max(x, axis=-1, keepdims=True)\n",
+    "mean_var": "def mean_var(x):\n    return mx.mean(x, axis=-1), mx.var(x, axis=-1)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_VALUES16))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_sixteen_bit_kernel_of_row_values_builds_and_passes_in_every_schedule(name, dtype, tmp_path, monkeypatch):
+    """A staged row kernel declares its row values inside the branch for the rows the stack holds
+    and inside the one for longer rows; each branch stores them (the store after both named a value
+    neither scope had, so every float16 row sum failed to build and ran as MLX)."""
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = spec_of(name, ROW_VALUES16[name], x={"shape": [5, 1001], "dtype": dtype})
+    k = kernel_of(spec)
+    for schedule in cpu.schedules_for(k):
+        verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
+                                   seed_for("16-bit row values judge", name, dtype))
+        assert verdict["passed"], (schedule.name, verdict["reason"])

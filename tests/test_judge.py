@@ -539,3 +539,13 @@ def test_offset_rows_sit_far_from_zero_and_some_heads_lie():
     ranged = parse_op("r", {"fn": "def r(x):\n    return mx.log(x)\n",
                             "inputs": {"x": {"shape": [8, 8], "dtype": "float32", "range": [0.5, 2]}}})
     assert "offset" not in judge.classes_for(ranged) + judge.call_classes(ranged)
+
+
+def test_a_child_that_raises_is_the_judges_own_failure_not_a_kernels_verdict():
+    """A Python exception ends the child with a status (a kernel's crash is a signal): the reply
+    says so (`harness`), and the runtime keeps no verdict from it."""
+    from autoperfect import judge as judge_module
+
+    reply = judge_module.run_child("autoperfect.no_such_module", {}, judge_module.Settings(timeout_s=60), "cpu")
+    assert reply["passed"] is False and reply["harness"] is True
+    assert "the judge's child failed" in reply["reason"] and "no_such_module" in reply["reason"]

@@ -911,8 +911,9 @@ def test_a_bound_method_and_a_partial_trace_as_they_are_called(tmp_path):
     f = jit(layer.forward, cache_dir=tmp_path)
     assert_close(f(x, s), layer.forward(x, s))
     assert f.last_trace.kernels and not f.last_trace.eager, f.last_trace.describe()
-    g = jit(functools.partial(swish_shift, b=s[0]), cache_dir=tmp_path)
-    assert_close(g(x), swish_shift(x, s[0]))
+    g = jit(functools.partial(layer.forward, scale=3.0), cache_dir=tmp_path)
+    assert_close(g(x), layer.forward(x, 3.0))
+    assert g.last_trace.kernels and not g.last_trace.eager, g.last_trace.describe()
 
 
 def test_kernels_that_disagree_with_the_function_itself_run_as_mlx(tmp_path, monkeypatch):
@@ -948,3 +949,76 @@ def test_disagreement_allows_roundings_and_names_what_differs():
     assert runtime.disagreement(ints, ints) is None and "beyond" in runtime.disagreement(ints + 1, ints)
     half = mx.array([256.0, -256.0], dtype=mx.bfloat16)
     assert runtime.disagreement(half, half) is None
+
+
+def test_a_judges_own_failure_is_not_remembered_as_the_kernels_verdict(tmp_path, monkeypatch):
+    """A gate's child that raised (its answer key could not be computed: an index out of range, a
+    reduction of nothing) judged no kernel: the call runs as MLX and says why, and nothing is kept,
+    so the next process gates again. It was kept, and a kernel shared with another function (an
+    exp over the same shapes) ran as MLX there too."""
+    x, b = arrays("harness", (4, 40), (40,))
+    real_gate = runtime.quick_gate
+
+    def raising(graphs, backend, libraries, timeout_s):
+        return {k: {v: {"passed": False, "harness": True, "reason": "the judge's child failed: ValueError: no"}
+                    for v in libs} for k, libs in libraries.items()}
+    monkeypatch.setattr(runtime, "quick_gate", raising)
+    f = jit(swish_shift, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b))
+    assert "the judge's child failed: ValueError: no" in f.last_trace.misses[0] and entry_files(tmp_path) == []
+    monkeypatch.setattr(runtime, "quick_gate", real_gate)
+    again = jit(swish_shift, cache_dir=tmp_path)
+    assert_close(again(x, b), swish_shift(x, b))
+    assert [r.cache for r in again.last_trace.kernels] == ["compiled"], again.last_trace.describe()
+
+
+def test_a_gather_is_gated_with_its_indices_inside_the_axis_they_index(tmp_path):
+    """An index input was drawn in [-100, 100] whatever the axis' length, so the answer key of
+    every function gathering from fewer than 101 rows raised and none got a kernel."""
+    def gather(x, i):
+        return mx.take(mx.exp(x), i, axis=0) * 2.0
+
+    (x,) = arrays("gather", (32, 64))
+    i = mx.array([3, 0, 31, 7], dtype=mx.int32)
+    f = jit(gather, cache_dir=tmp_path)
+    assert_close(f(x, i), gather(x, i))
+    assert len(f.last_trace.kernels) == 2, f.last_trace.describe()
+
+
+def test_zero_size_and_scalar_inputs(tmp_path):
+    """A signature with an input of no elements runs as MLX at once (there was a gate of seconds,
+    whose answer key raised); a 0-d input gets its kernel (the answer key's erf returned a Python
+    float for it, and the gate's child failed)."""
+    def gelu(x):
+        return 0.5 * x * (1 + mx.erf(x / 1.4142135623730951))
+
+    f = jit(lambda x: mx.softmax(x, axis=-1), cache_dir=tmp_path)
+    empty = mx.zeros((16, 0))
+    assert f(empty).shape == (16, 0)
+    assert "no elements" in f.last_trace.eager and "gate" not in f.last_trace.setup and entry_files(tmp_path) == []
+    g = jit(gelu, cache_dir=tmp_path)
+    x = mx.array(0.7)
+    assert_close(g(x), gelu(x))
+    assert g.last_trace.kernels, g.last_trace.describe()
+
+
+def test_a_backend_this_machine_cannot_run_is_refused_when_the_jit_is_made():
+    from autoperfect import backends
+
+    for name in ("cuda", "metal"):
+        if backends.missing_device(name):
+            with pytest.raises(backends.BackendError, match=f"backend '{name}' can't run kernels on this machine"):
+                jit(swish_shift, backend=name)
+
+
+def test_a_matmuls_epilogue_gets_its_kernel_on_tiny_inputs(tmp_path):
+    """relu(x @ w): the kernel only takes the max of MLX's product with 0, but on the gate's tiny
+    draw MLX's matmul landed two subnormal spacings from float64's, beyond a bound with only
+    relative terms, and the epilogue never got a kernel (bounds: k spacings for k products)."""
+    def relu_mm(x, w):
+        return mx.maximum(x @ w, 0)
+
+    x, w = arrays("relu_mm", (32, 64), (64, 16))
+    f = jit(relu_mm, cache_dir=tmp_path)
+    assert_close(f(x, w), relu_mm(x, w))
+    assert f.last_trace.kernels, f.last_trace.describe()

@@ -236,6 +236,11 @@ def bad_reshape(x):
     return mx.reshape(x, (4, 4))
 
 
+def spells_out_mlx_core(x):
+    import mlx.core
+    return mlx.core.exp(x)
+
+
 X3 = [("x", (3,), "float32")]
 
 REFUSED = [
@@ -248,6 +253,7 @@ REFUSED = [
     (uses_control_flow, X3, ["control flow", "if mx.sum(x) > 0:"]),
     (mismatched_shapes, X3 + [("y", (4,), "float32")], ["broadcast", "add", "return x + y"]),
     (bad_reshape, X3, ["reshape", "return mx.reshape(x, (4, 4))"]),
+    (spells_out_mlx_core, X3, ["reached mlx itself", "`mlx.core.` spelled out", "return mlx.core.exp(x)"]),
 ]
 
 

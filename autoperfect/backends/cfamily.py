@@ -1335,14 +1335,15 @@ class CRenderer(CFamily):
             lines += [f"    float *ap_row = N <= {SCRATCH_ROW} ? ap_buf : out{st.arg} + r * N;" if st.arg is not None
                       else "    float *ap_row = ap_buf;"]  # no float32 output: longer rows recompute
         lines += [f"    {self.assign(i)}" for i in p.row_before]
+        row_stores = [f"    {self.assign(i)}" for i in p.row_stores]
         if self.staged or (st and st.arg is None):  # rows the stack holds (last: a planted loop bug lands there)
+            # each branch stores its own row values: they are declared in its scope
             longer = self.unstaged().row_passes(p, st if st and st.arg is not None else None, ahead, False)
             held = self.staged_row(p, st, ahead) if self.staged else self.row_passes(p, st, ahead, False)
-            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in longer),
-                      "    } else {", *(f"  {line}" for line in held), "    }"]
+            lines += [f"    if (N > {SCRATCH_ROW}) {{", *(f"  {line}" for line in longer + row_stores),
+                      "    } else {", *(f"  {line}" for line in held + row_stores), "    }"]
         else:
-            lines += self.row_passes(p, st, ahead, piped)
-        lines += [f"    {self.assign(i)}" for i in p.row_stores]
+            lines += self.row_passes(p, st, ahead, piped) + row_stores
         lines.append("  }")
         prelude = self.ahead_rows(prefetched) if any("ap_ahead" in line for line in lines) else []
         # a piped row is one of N <= SCRATCH_ROW (ap_stream), whose kept stash is in the thread's buffer
