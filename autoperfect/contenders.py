@@ -100,17 +100,43 @@ def fast_baseline(spec: OpSpec):
     return lambda *args: eval(code, {"mx": mx}, dict(zip(names, args)))
 
 
+AGREE = 1e-3  # two right ways of computing an output: within this share of its scale (mismatch)
+
+
+def mismatch(got: np.ndarray, ref: np.ndarray, kind: str = "float32", floor: float = 0.0) -> str | None:
+    """Where `got` is not `ref` computed another right way, or None where it is: the same shape, NaN
+    in the same places and the same infinities, and every finite value within AGREE of the scale (the
+    largest finite |ref|, at least `floor`), or within 8 ulps of `kind` at that scale where that is
+    more (a bfloat16 output is rounded to 2^-8 of its value, so two right ways of computing it can
+    differ by more than 1e-3: mx.fast.rms_norm and torch's were once dropped from a bfloat16
+    RMSNorm's figures so); integers and booleans equal."""
+    if got.shape != ref.shape:
+        return f"shape {list(got.shape)} against {list(ref.shape)}"
+    if kind not in dtypes.EPS:
+        return None if np.array_equal(got, ref) else f"differs at {int(np.sum(got != ref))} of {got.size} places"
+    if not np.array_equal(np.isnan(got), np.isnan(ref)):
+        return f"NaN at {int(np.sum(np.isnan(got) != np.isnan(ref)))} other places"
+    inf = np.isinf(got) | np.isinf(ref)
+    if not np.array_equal(got[inf], ref[inf]):
+        return f"other infinities at {int(np.sum(got[inf] != ref[inf]))} places"
+    finite = np.isfinite(got) & np.isfinite(ref)
+    g, r = (got, ref) if finite.all() else (got[finite], ref[finite])
+    if not g.size:
+        return None
+    allowed = max(AGREE, 8 * dtypes.EPS[kind]) * max(floor, float(np.max(np.abs(r))))
+    error = np.abs(g - r)
+    if float(error.max()) <= allowed:
+        return None
+    worst = np.unravel_index(np.argmax(error), error.shape)
+    return f"{float(g[worst]):.6g} against {float(r[worst]):.6g}, {int(np.sum(error > allowed))} of {error.size} values beyond {allowed:.3g}"
+
+
 def agrees(got: list[np.ndarray], ref: list[np.ndarray], kinds: list[str] | None = None) -> bool:
-    """A baseline must compute the op: every output within 1e-3 of the float64 reference, relative
-    to its scale, or within 4 ulps of its dtype at that scale where that is more (a bfloat16 output
-    is rounded to 2^-8 of its value, so any two right ways of computing it can differ by more than
-    1e-3: mx.fast.rms_norm and torch's were once dropped from a bfloat16 RMSNorm's figures so)."""
-    def close(g: np.ndarray, r: np.ndarray, kind: str) -> bool:
-        scale = np.max(np.abs(r[np.isfinite(r)]), initial=1.0)
-        tolerance = max(1e-3, 8 * dtypes.EPS.get(kind, 0.0))
-        return g.shape == r.shape and bool(np.all(np.abs(g - r) <= tolerance * scale))
+    """A baseline must compute the op: every output `mismatch`-free against the float64 reference,
+    its scale at least 1."""
     kinds = kinds or ["float32"] * len(ref)
-    return len(got) == len(ref) and all(close(g, r, k) for g, r, k in zip(got, ref, kinds))
+    return len(got) == len(ref) and all(mismatch(np.asarray(g), np.asarray(r), k, 1.0) is None
+                                        for g, r, k in zip(got, ref, kinds))
 
 
 def output_dtypes(f) -> list[str]:
@@ -207,6 +233,19 @@ def user_calls(spec: OpSpec, f, torch_fns: dict, checks: dict, ref: list[np.ndar
     return calls
 
 
+def first_builds(f, be) -> dict:
+    """Each kernel of `f` built at backend `be`'s first schedule ({name: Build}; None where the
+    backend renders it not)."""
+    builds = {}
+    for k in f.kernels:
+        if k is not None:
+            try:
+                builds[k.name] = be.build(be.render(k, be.schedules_for(k)[0]))
+            except Unsupported:
+                builds[k.name] = None
+    return builds
+
+
 def kernelir_mlx(f, ref: list[np.ndarray], checks: dict, first: InputSet) -> dict[str, Callable[[InputSet], object]]:
     """The `kernelir_mlx` baseline: the op's KernelIR rendered by the `mlx` backend, each kernel as
     MLX ops under mx.compile and the steps between as our program runs them. The same regions and
@@ -214,19 +253,11 @@ def kernelir_mlx(f, ref: list[np.ndarray], checks: dict, first: InputSet) -> dic
     generated code adds apart from what fusing does. Checked on `first` against `ref` as every
     baseline is; where the backend renders no kernel of the op, it is left out and `checks` says so."""
     be = backends.get("mlx")
-    loaded = {}
-    for k in f.kernels:
-        if k is None:
-            continue
-        try:
-            built = be.build(be.render(k, be.schedules_for(k)[0]))
-        except Unsupported:
-            built = None
-        if built is None or not built.ok:
-            checks["kernelir_mlx"] = False
-            return {}
-        loaded[k.name] = be.Kernel(k, built.library)
-    reference = program(f, loaded)
+    builds = first_builds(f, be)
+    if not all(b is not None and b.ok for b in builds.values()):
+        checks["kernelir_mlx"] = False
+        return {}
+    reference = program(f, {k.name: be.Kernel(k, builds[k.name].library) for k in f.kernels if k is not None})
     checks["kernelir_mlx"] = agrees(mlx_values(reference(*first.arrays)), ref, output_dtypes(f))
     return {"kernelir_mlx": lambda s: evaluate(reference, s.arrays)} if checks["kernelir_mlx"] else {}
 
@@ -671,8 +702,8 @@ def dispatch(payload: dict) -> dict:
     f = front(spec)
     _, arrays = inputs_for(spec)
     kernels = [k for k in f.kernels if k is not None]
-    builds = {k.name: be.build(be.render(k, be.schedules_for(k)[0])) for k in kernels}
-    failed = [f"{name}:\n{b.log}" for name, b in builds.items() if not b.ok]
+    builds = first_builds(f, be)
+    failed = [f"{name}:\n{b.log if b else 'not rendered'}" for name, b in builds.items() if b is None or not b.ok]
     if failed:
         raise RuntimeError("kernels did not compile: " + "\n".join(failed))
     contenders = {}

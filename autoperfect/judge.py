@@ -137,9 +137,12 @@ def index_limits(g: Graph) -> dict[str, int]:
     return limits
 
 
-def draw(spec: OpSpec, cls: str, rng: np.random.Generator, limits: dict[str, int] | None = None) -> list[np.ndarray]:
+def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None = None) -> list[np.ndarray]:
     """Inputs of one class, rounded to each input's dtype (held as the interpreter holds them); an
-    index input (`limits`: index_limits) within the axis it indexes, whatever its range says."""
+    index input within the axis it indexes (index_limits of `graph`, the spec's traced graph at its
+    shapes: traced here where an integer input needs it and none is given), whatever its range says."""
+    indices = any(i.dtype in ("int32", "uint32") for i in spec.inputs)
+    limits = index_limits(graph if graph is not None else front(spec).traced) if indices else {}
     out = []
     for inp in spec.inputs:
         shape = inp.shape
@@ -148,7 +151,7 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, limits: dict[str, int
             continue
         if inp.dtype in ("int32", "uint32"):
             lo, hi = inp.range or ((-100, 100) if inp.dtype == "int32" else (0, 100))
-            if limits and inp.name in limits:
+            if inp.name in limits:
                 lo, hi = max(lo, 0), min(hi, limits[inp.name] - 1)
             out.append(np.asarray(rng.integers(int(lo), int(hi) + 1, size=shape)).astype(dtypes.to_numpy(inp.dtype)))
             continue
@@ -341,7 +344,7 @@ class AnswerKey:
 
 
 def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
-    xs = draw(spec, cls, rng, index_limits(f.traced))
+    xs = draw(spec, cls, rng, f.traced)
     # the answer key first: where it can't be computed (an index input out of range at these shapes)
     # the program can't be judged either, and MLX's gathers would read out of bounds
     refs = interp.evaluate(f.traced, xs, "float64")

@@ -720,8 +720,7 @@ def trace(fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]], name: 
 
     `constants` are arguments passed as they are, Python values the graph is specialized on: by
     position (int; `inputs` fill the other positions in order) or by keyword (str)."""
-    return _traced(_Context(name or getattr(inspect.unwrap(getattr(fn, "func", fn)), "__name__", "fn")), fn, inputs,
-                   constants)
+    return _traced(_Context(name or getattr(getattr(fn, "func", fn), "__name__", "fn")), fn, inputs, constants)
 
 
 def _traced(ctx: _Context, fn: Callable, inputs: Sequence[tuple[str, Sequence[int], str]],

@@ -549,3 +549,16 @@ def test_a_child_that_raises_is_the_judges_own_failure_not_a_kernels_verdict():
     reply = judge_module.run_child("autoperfect.no_such_module", {}, judge_module.Settings(timeout_s=60), "cpu")
     assert reply["passed"] is False and reply["harness"] is True
     assert "the judge's child failed" in reply["reason"] and "no_such_module" in reply["reason"]
+
+
+def test_index_inputs_are_drawn_within_the_axis_they_gather_from():
+    """Wherever inputs are drawn (the gate's keys, the bench, the planted bugs' allclose), an index
+    input stays inside the axis it gathers from; drawn in [-100, 100], every answer key of a gather
+    from fewer than 101 rows raised."""
+    from autoperfect import judge as judge_module
+
+    spec = parse_op("gather", {"fn": "def gather(x, i):\n    return mx.take(x, i, axis=0) * 2.0\n",
+                               "inputs": {"x": {"shape": [5, 3], "dtype": "float32"},
+                                          "i": {"shape": [400], "dtype": "int32"}}})
+    _, i = judge_module.draw(spec, "normal", np.random.default_rng(seed_for("index draws")))
+    assert i.min() >= 0 and i.max() == 4
