@@ -10,7 +10,10 @@ judge can only test what the kernel computes, not what else it does. So a source
   runs at load, `optimize` turns on fast-math), function pointers or computed gotos; no name of a
   process, file, network, loader, environment, non-local-jump or clock function anywhere (a
   pointer to `system` is as bad as a call); no scalar local read before it is given a value (an
-  uninitialized accumulator reads what its register held, which on a GPU was 0 in every run). For
+  uninitialized accumulator reads what its register held, which on a GPU was 0 in every run); no
+  object of static or thread storage that can be written (a call counter that stops writing after
+  the judge's few dozen calls passed every output check; cpu.kept_state reads the machine code for
+  the same). For
   `cpu`, which writes its own exported signature: every call is to a function the source defines,
   a math function, a few OpenMP and compiler builtins or the intrinsics the renderer writes
   (streaming stores, AVX-512 folds and vector groups, our inline exp), and the
@@ -29,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .backends.cfamily import FP_CONTRACT, OWN_MATH, CRenderer
+from .backends.cfamily import FP_CONTRACT, OWN_MATH, SECTION, CRenderer
 from .ops import ELEMENTWISE, REDUCE, Op
 
 MAX_BYTES = 256 * 1024
@@ -125,6 +128,8 @@ BANNED = {  # name -> what it gives a kernel that a kernel never needs
                     "non-local jumps"),
     **dict.fromkeys(("asm", "__asm", "__asm__", "_Pragma"), "inline assembly or hidden pragmas"),
     **dict.fromkeys(("time", "clock", "rand", "srand", "random"), "nondeterminism"),
+    **dict.fromkeys(("_Thread_local", "__thread", "thread_local", "threadprivate", "__managed__"),
+                    "state kept between calls"),
 }
 ATTRIBUTES = {"aligned", "always_inline", "noinline", "unused", "hot", "cold", "flatten", "pure", "const",
               "nonnull", "vector_size", "may_alias", "target", "noclone", "__aligned__", "__always_inline__",
@@ -211,6 +216,9 @@ def _line(code: str, pos: int) -> int:
 def _check_c(source: str, kernel: str, rules: CRules) -> None:
     _check_verbatim(source, rules)
     code = _without_attributes(_strip(source))
+    # a GPU source's body goes inside the signature MLX writes: its statements are the kernel's own
+    marker = source.find("\n" + SECTION.format("body") + "\n")
+    body_at = len(_strip(source[:marker + 1])) if marker >= 0 and not rules.exported else len(code)
     m = DIGRAPH.search(code)
     if m:
         raise Rejected(f"line {_line(code, m.start())}: digraph or trigraph {m.group()!r}")
@@ -223,6 +231,7 @@ def _check_c(source: str, kernel: str, rules: CRules) -> None:
     if m:
         raise Rejected(f"line {_line(code, m.start())}: a function pointer or computed goto")
     _check_initialized(code)
+    _check_no_state(code, body_at)
     if rules.exported:
         _check_calls(code)
         _check_kernel_definition(code, kernel)
@@ -232,9 +241,39 @@ SCALAR = re.compile(r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\
                     r"(?:float|double|half|bfloat|__half|__nv_bfloat16|bfloat16_t|int|long|short|char|bool|uint|"
                     r"u?int(?:8|16|32|64)_t|size_t|ptrdiff_t)\b(?:\s+(?:int|long))*(?P<declarators>[*\s]*+[A-Za-z_].*)",
                     re.S)
-AGGREGATE = re.compile(r"\s*(template\s*<[^{}]*>\s*)?(typedef\s+)?(struct|union|class)\b")
+AGGREGATE = re.compile(r"\s*(template\s*<[^{}]*>\s*)?(typedef\s+)?(struct|union|class|enum)\b")
 DIRECTIVE_LINE = re.compile(r"(?m)^[ \t]*#.*$")
 DECLARATOR = re.compile(r"[*\s]*(?:(?:restrict|__restrict__|__restrict|const|volatile)\b[*\s]*)*([A-Za-z_]\w*)\s*(\S?)")
+
+
+def _statements(code: str):
+    """Each statement of `code` (directive lines blanked) as (text, start, closer, kind, end, type):
+    the text before the `;` or `{` that ends it, where it starts, that character, the kind of scope
+    it is in ("file", "block" or "members": a type's fields) and where that scope ends, and for the
+    text right after a type's closing brace (`} name;`, which declares objects of that type) the
+    type's opening statement, else None. A namespace's or `extern "C"`'s braces keep file scope."""
+    code = DIRECTIVE_LINE.sub(lambda m: " " * len(m.group()), code)  # same offsets, same line numbers
+    closes, open_at = {}, []  # each brace's matching close
+    for m in re.finditer(r"[{}]", code):
+        if m.group() == "{":
+            open_at.append(m.start())
+        elif open_at:
+            closes[open_at.pop()] = m.start()
+    start, scopes, after = 0, [("file", len(code), "")], None
+    for m in re.finditer(r"[;{}]", code):
+        text, at = code[start:m.start()], start
+        start = m.end()
+        if m.group() == "}":
+            closed = scopes.pop() if len(scopes) > 1 else scopes[0]
+            after = closed[2] if closed[0] == "members" else None
+            continue
+        kind, end, _ = scopes[-1]
+        yield text, at, m.group(), kind, end, after
+        after = None
+        if m.group() == "{":
+            inner = "members" if AGGREGATE.match(text) else \
+                "file" if kind == "file" and FILE_BLOCK.match(text) else "block"
+            scopes.append((inner, closes.get(m.start(), len(code)), text))
 
 
 def _check_initialized(code: str) -> None:
@@ -244,29 +283,14 @@ def _check_initialized(code: str) -> None:
     output check), so no test of what a kernel computes can see it. A heuristic on the text, not a
     data-flow analysis: it looks at the first use in the enclosing block only. Not checked: arrays
     and vector structs (filled by loops and loads), the members of a struct or union (a type's
-    fields), file-scope variables (zero-initialized), `__shared__`/`threadgroup` variables (which
+    fields), file-scope variables (refused unless constant: `_check_no_state`), `__shared__`/`threadgroup` variables (which
     cannot be initialized where declared) and preprocessor lines (blanked first: a pragma's
     `private(x)` is no read)."""
-    code = DIRECTIVE_LINE.sub(lambda m: " " * len(m.group()), code)  # same offsets, same line numbers
-    closes, open_at = {}, []  # each brace's matching close
-    for m in re.finditer(r"[{}]", code):
-        if m.group() == "{":
-            open_at.append(m.start())
-        elif open_at:
-            closes[open_at.pop()] = m.start()
-    start, scopes = 0, [("file", len(code))]  # per open brace: "members" (a struct's) or "block", and its end
-    for m in re.finditer(r"[;{}]", code):
-        statement, start_at = code[start:m.start()], start
-        start = m.end()
-        if m.group() == "{":
-            scopes.append(("members" if AGGREGATE.match(statement) else "block", closes.get(m.start(), len(code))))
-            continue
-        if m.group() == "}":
-            scopes = scopes[:-1] or [("file", len(code))]
-            continue
-        kind, end = scopes[-1]
+    code = DIRECTIVE_LINE.sub(lambda m: " " * len(m.group()), code)
+    for statement, start_at, _, kind, end, _ in _statements(code):
         if kind != "block":
             continue
+        start = start_at + len(statement) + 1
         d = SCALAR.fullmatch(statement.strip())
         if not d:
             continue
@@ -279,6 +303,86 @@ def _check_initialized(code: str) -> None:
             raise Rejected(f"line {line}: {' '.join(statement.split())} declares {name.group(1)} without a value "
                            "and reads it before it is given one (an uninitialized variable reads whatever its "
                            "register holds, which an output check may never see)")
+
+
+STORAGE = re.compile(r"\b(static|extern)\b")
+FILE_BLOCK = re.compile(r"\s*(namespace\b|extern\s*\"\")")
+PER_LAUNCH = re.compile(r"\b(__shared__|threadgroup)\b")   # a GPU block's memory, new in each launch
+CONSTANT = re.compile(r"\b(const|constexpr|__constant__|constant)\b")
+DEVICE_OBJECT = re.compile(r"\b__device__\b")
+TEMPLATE = re.compile(r"\s*template\s*<")
+STATE = ("keeps state between calls: an object of static storage that a kernel can write (a counter "
+         "or a cache kept from one call to the next can change what it computes after the judge has "
+         "run it; a kernel's only state is its buffers)")
+
+
+def _check_no_state(code: str, body_at: int) -> None:
+    """No object of static storage that the kernel can write: at file scope only functions, types
+    and constants; in a function (and in a GPU source's body, from `body_at` on, which goes inside
+    the signature MLX writes) no `static` or `extern` object unless constant, or a GPU block's
+    shared memory (new in each launch). A constant object holds no pointer that can be changed
+    (`const float *p` can). A macro holding a storage class would hide one from this check and is
+    refused; so are thread-local storage, OpenMP's threadprivate and CUDA's managed memory
+    (BANNED). The machine code is checked as well where it can be read (cpu.kept_state)."""
+    for m in MACRO_LINE.finditer(code):
+        if STORAGE.search(m.group()):
+            raise Rejected(f"line {_line(code, m.start())}: a macro holding a storage class "
+                           f"({' '.join(m.group().split())}) hides what it declares from these checks")
+    for text, at, closer, kind, _, after in _statements(code):
+        words = " ".join(text.split())
+        if not words and after is None or _stateless(words, closer, kind == "file" and at < body_at, after):
+            continue
+        line = _line(code, at + len(text) - len(text.lstrip()))
+        shown = words or f"}} closing {' '.join(after.split())} {{...}}"
+        raise Rejected(f"line {line}: {shown} {STATE}")
+
+
+def _stateless(words: str, closer: str, file: bool, after: str | None) -> bool:
+    """Whether one statement (ended by `closer`) declares no object of static storage that can be
+    written: at file scope a function, a type, a namespace or a constant (after a type's closing
+    brace: no object, a typedef's names or constants); elsewhere anything but a `static` or
+    `extern` object that is neither constant nor a GPU block's shared memory (a method's
+    definition, an extern function's prototype)."""
+    decl, initialized = _declaration(words)
+    if after is not None:
+        whole = f"{' '.join(after.split())} {words}"
+        return not words or not file and not STORAGE.search(whole) or bool(AGGREGATE.match(after).group(2)) \
+            or _constant(whole)
+    if not file:
+        return not STORAGE.search(decl) or bool(PER_LAUNCH.search(decl)) or _constant(decl) \
+            or not initialized and decl.endswith(")") and (closer == "{" or not re.search(r"\bstatic\b", decl))
+    if decl.startswith("typedef ") or AGGREGATE.match(decl) and (closer == "{" or len(decl.split()) <= 2):
+        return True
+    if not initialized and decl.endswith(")") and not (closer == ";" and DEVICE_OBJECT.search(decl)):
+        return True  # a function's definition or prototype (a device object's direct-init is refused)
+    return closer == "{" and bool(FILE_BLOCK.match(decl)) or _constant(decl)
+
+
+MACRO_LINE = re.compile(r"(?m)^[ \t]*#[ \t]*define\b.*$")
+
+
+def _declaration(words: str) -> tuple[str, bool]:
+    """A declaration without a leading `template <...>` and without its initializer (the text
+    before the first `=` outside parentheses and brackets), and whether it had one."""
+    if TEMPLATE.match(words):
+        depth, i = 0, words.index("<")
+        for i in range(i, len(words)):
+            depth += {"<": 1, ">": -1}.get(words[i], 0)
+            if depth == 0:
+                break
+        words = words[i + 1:].strip()
+    depth = 0
+    for i, ch in enumerate(words):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "=" and depth == 0 and words[i + 1:i + 2] != "=" and words[i - 1:i] not in ("=", "!", "<", ">"):
+            return words[:i].strip(), True
+    return words, False
+
+
+def _constant(decl: str) -> bool:
+    """Whether a declaration's objects are constant: a const qualifier and no pointer that is not
+    itself const."""
+    return bool(CONSTANT.search(decl)) and not re.search(r"\*(?!\s*const\b)", decl)
 
 
 def _assigned_first(code: str, name: str, pos: int, end: int) -> bool:

@@ -109,6 +109,72 @@ def test_banned_construct_at_the_top_is_rejected(rms, line, words):
     assert not verdict.passed and words in verdict.reason, verdict
 
 
+# Declarations that keep state between calls: a kernel right for its first N calls and wrong after
+# (`static int calls; if (++calls > 200) return;`) passes every output check, which runs it a few
+# dozen times. Top of the source, then the kernel's body.
+STATE_TOP = ["float ap_global;", "static int ap_calls;", "int ap_calls = 0;", "static float ap_cache[64] = {0};",
+             "const float *ap_last;", "struct { int n; } ap_state;", "typedef struct { int n; } ap_s;\nap_s ap_state;",
+             "extern int signgam;", "static struct ap_st { int n; } ap_state = {0};"]
+STATE_BODY = ["static int calls; if (++calls > 200) return;", "static float last = 0.0f; (void)last;",
+              "static const float *p = 0; (void)p;", "static struct { int n; } st; st.n++;",
+              "static float cache[4] = {0}; (void)cache;", "extern int signgam; (void)signgam;"]
+
+
+@pytest.mark.parametrize("line", STATE_TOP + [f"BODY {b}" for b in STATE_BODY])
+def test_state_kept_between_calls_is_rejected(rms, line):
+    k, source = rms
+    bad = inside(source, line[5:]) if line.startswith("BODY ") else line + "\n" + source
+    verdict = static.check(bad, "cpu", k.name)
+    assert not verdict.passed and "keeps state between calls" in verdict.reason, verdict
+
+
+@pytest.mark.parametrize("line, words", [
+    ("#define KEEP static\nKEEP int ap_n;", "a macro holding a storage class"),
+    ("_Thread_local int ap_n;", "uses _Thread_local (state kept between calls)"),
+    ("__thread int ap_n;", "uses __thread"),
+])
+def test_state_hidden_in_a_macro_or_thread_storage_is_rejected(rms, line, words):
+    k, source = rms
+    verdict = static.check(line + "\n" + source, "cpu", k.name)
+    assert not verdict.passed and words in verdict.reason, verdict
+
+
+def test_a_gpu_source_keeps_no_state_in_its_header_or_its_body():
+    """A GPU source's body goes inside the signature MLX writes: a `static` there is the kernel's."""
+    k = kernels_of("rmsnorm")[0]
+    for be in (cuda, metal):
+        source = be.render(k, be.schedules_for(k)[0])
+        header, body = "//// header\n", "//// body\n"
+        assert header in source and body in source
+        shared = "__shared__" if be is cuda else "threadgroup"
+        fine = source.replace(body, body + f"static const float ap_c = 1.0f; (void)ap_c; {shared} float ap_s[4];\n")
+        assert static.check(fine, be.NAME, k.name).passed, static.check(fine, be.NAME, k.name).reason
+        bad = ["static int calls = 0; calls++;"] + (["static __device__ int calls; calls++;"] if be is cuda else [])
+        for line in bad:
+            verdict = static.check(source.replace(body, body + line + "\n"), be.NAME, k.name)
+            assert not verdict.passed and "keeps state between calls" in verdict.reason, (be.NAME, line, verdict)
+    source = cuda.render(k, cuda.schedules_for(k)[0])
+    for line in ("__device__ int ap_calls;", "__device__ int ap_calls(0);", "__device__ int ap_calls{0};",
+                 "namespace ap { __device__ int calls; }", "__managed__ int ap_calls;"):
+        verdict = static.check(source.replace(header, header + line + "\n"), "cuda", k.name)
+        assert not verdict.passed and "between calls" in verdict.reason, (line, verdict)
+
+
+def test_a_library_that_keeps_state_is_not_built_however_the_source_spells_it(tmp_path):
+    """cpu.build reads the machine code: an object the library can write that an empty library
+    lacks fails the build, a macro's spelling too (which the text's checks may not see through)."""
+    kernel = "void k(void **bufs, const int64_t *dims, const int64_t *strides) { %s }\n"
+    head = "#include <stdint.h>\n"
+    for top, body in [("", "static int calls; calls++;"), ("#define KEEP(t, n) t n\nKEEP(int, ap_n);\n", "ap_n++;"),
+                      ("float ap_cache[16];\n", "ap_cache[0] = 1.0f;"), ("__thread int ap_t;\n", "ap_t++;")]:
+        build = cpu.build(head + top + kernel % body, tmp_path)
+        assert not build.ok and "keeps state between calls" in build.log, build.log
+    # constants, a constant pointer the loader writes (.data.rel.ro) and a function's locals
+    clean = cpu.build(head + "static const float ap_t[2] = {1.0f, 2.0f};\nconst float *const ap_p = ap_t;\n"
+                      + kernel % "float x[4] = {0}; x[1] = ap_p[0]; ((float *)bufs[0])[0] = x[1];", tmp_path)
+    assert clean.ok, clean.log
+
+
 @pytest.mark.parametrize("change, words", [
     (lambda s, n: s.replace(n, "k_renamed"), "does not define the kernel function"),
     (lambda s, n: s.replace(f"void {n}(", f"static void {n}("), "is not the ABI"),
@@ -139,8 +205,12 @@ def test_names_in_comments_and_strings_and_allowed_constructs_pass(rms):
             "int e; float m = frexpf(1.5f, &e); (void)m; (void)e; uint32_t u; __builtin_memcpy(&u, &m, 4); "
             "(void)u; ap_pair v = {1.0f, 2.0f}; float x; x = v.x * 2.0f; (void)x; float y;\n"
             "#pragma omp simd private(y)\n  for (int q = 0; q < 2; q++) { y = 1.0f; (void)y; }")
-    # a struct right after an #include line, and a file-scope variable (zero-initialized in C)
-    top = "typedef struct { float x, y; } ap_pair;\nfloat ap_global;\n"
+    # a struct right after an #include line; constants, a type's names, prototypes at file scope
+    top = ("typedef struct { float x, y; } ap_pair;\nstatic const float ap_table[2] = {1.0f, 2.0f};\n"
+           "typedef enum { AP_A, AP_B } ap_e;\nstruct ap_tag;\nfloat ap_twice(float);\n"
+           "const float *const ap_first = ap_table;\nstatic float ap_twice(float x) { return 2 * x; }\n")
+    body = ("static const float half_c = 0.5f; (void)half_c; extern float expf(float); "
+            "static const int ap_n[2] = {1, 2}; (void)ap_n; struct { int n; } local = {0}; (void)local; ") + body
     verdict = static.check(extra + top + inside(source, body).replace(
         "#include <math.h>\n", "#include <math.h>\nstruct ap_ms { float m; float s; };\n"), "cpu", k.name)
     assert verdict.passed, verdict.reason
