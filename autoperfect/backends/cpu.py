@@ -377,7 +377,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
     def line(out: Path, src: Path, prelude: Sequence[str] = ()) -> list[str]:
         return [cc, *prelude, *FLAGS, "-o", str(out), str(src), *libs]
 
-    if lib.exists():
+    if lib.exists() and _intact(lib):
         return Build(True, str(lib), line(lib, cache_dir / f"{key}.c"), "", 0.0, True, key)
     cache_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -398,6 +398,7 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
         seconds = time.perf_counter() - start
         if ok:
             shutil.copyfile(src, cache_dir / f"{key}.c")
+            _digest(lib).write_text(hashlib.sha256(out.read_bytes()).hexdigest())
             os.replace(out, lib)  # atomic: a reader never sees a half-written library
             _BUILT[str(cache_dir)] += 1
     return Build(ok, str(lib) if ok else None, command, log, seconds, False, key)
@@ -437,6 +438,17 @@ def _empty_symbols(cc: str, version: str, libs: tuple[str, ...]) -> tuple[str, .
         src.write_text("void ap_empty(void) {}\n")
         done = run([cc, *FLAGS, "-o", str(out), str(src), *libs], capture_output=True)
         return tuple(_writable_symbols(str(out))) if done.returncode == 0 else ()
+
+
+def _digest(lib: Path) -> Path:
+    return lib.with_suffix(".sha256")
+
+
+def _intact(lib: Path) -> bool:
+    """Whether a built library is the one its build wrote (its sha256, kept beside it): one damaged
+    since, or from a build that kept no digest, is built again rather than failing every load."""
+    digest = _digest(lib)
+    return digest.is_file() and hashlib.sha256(lib.read_bytes()).hexdigest() == digest.read_text().strip()
 
 
 INCLUDE = re.compile(r"#include <[A-Za-z0-9_./]+>")
