@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import multiprocessing
 import time
@@ -121,6 +122,19 @@ def test_a_damaged_entry_is_refused_with_a_warning(tmp_path, built, damage, word
     damage(path, json.loads(path.read_text()))
     with pytest.warns(kcache.CacheWarning, match=words):
         assert c.lookup(entry.key) is None
+
+
+def test_a_damaged_build_is_built_again(tmp_path, built):
+    """The build directory keeps each library's sha256: one damaged since is built again, not
+    reused (every load of it had failed, in every process, and the kernel ran as MLX)."""
+    _, candidate, _ = built
+    first = cpu.build(candidate.source, tmp_path)
+    assert first.ok and not first.cached and cpu.build(candidate.source, tmp_path).cached
+    library = Path(first.library)
+    library.write_bytes(library.read_bytes()[:100])
+    again = cpu.build(candidate.source, tmp_path)
+    assert again.ok and not again.cached and again.library == first.library
+    ctypes.CDLL(again.library)
 
 
 def test_an_entry_moved_under_another_key_is_foreign(tmp_path, built):
