@@ -12,8 +12,10 @@ judge can only test what the kernel computes, not what else it does. So a source
   pointer to `system` is as bad as a call); no scalar local read before it is given a value (an
   uninitialized accumulator reads what its register held, which on a GPU was 0 in every run); no
   object of static or thread storage that can be written (a call counter that stops writing after
-  the judge's few dozen calls passed every output check; cpu.kept_state reads the machine code for
-  the same). For
+  the judge's few dozen calls passed every output check). Object-like macros are expanded first
+  and `[[...]]` attributes refused, so `#define AP_EXPAND wordexp` or `[[gnu::constructor]]` hides
+  nothing; the CPU's build also reads the library itself (backends/elf.py: no writable state, no
+  import but math, OpenMP and the compiler's helpers, no code run at load). For
   `cpu`, which writes its own exported signature: every call is to a function the source defines,
   a math function, a few OpenMP and compiler builtins or the intrinsics the renderer writes
   (streaming stores, AVX-512 folds and vector groups, our inline exp), and the
@@ -209,16 +211,50 @@ def _strip(source: str) -> str:
     return "".join(out)
 
 
+OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\b(?!\()(.*)$")
+DEFINE_HEAD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(\([^()]*\))?")
+
+
+def _expand_objects(code: str) -> str:
+    """Object-like macros' names replaced by their bodies, a few rounds (as the preprocessor would),
+    so the checks see what `#define AP_EXPAND wordexp` or `#define A __attribute__` hides. Line by
+    line, lines kept: a `#define` keeps its own name and the other directives are left as written."""
+    lines = code.split("\n")
+    macros = {m.group(1): m.group(2).strip() for m in map(OBJECT_MACRO.match, lines) if m}
+    if not macros:
+        return code
+    name = re.compile(r"\b(" + "|".join(map(re.escape, macros)) + r")\b")
+    for _ in range(8):
+        expanded = []
+        for line in lines:
+            head = DEFINE_HEAD.match(line)
+            start = head.end() if head else len(line) if line.lstrip().startswith("#") else 0
+            expanded.append(line[:start] + name.sub(lambda m: macros[m.group(1)], line[start:]))
+        if expanded == lines:
+            break
+        lines = expanded
+    return "\n".join(lines)
+
+
 def _line(code: str, pos: int) -> int:
     return code.count("\n", 0, pos) + 1
 
 
 def _check_c(source: str, kernel: str, rules: CRules) -> None:
     _check_verbatim(source, rules)
-    code = _without_attributes(_strip(source))
+    code = _expand_objects(_strip(source))
+    m = re.search(r"\[\s*\[", code)
+    if m:
+        raise Rejected(f"line {_line(code, m.start())}: a [[...]] attribute (only __attribute__((...)) from the "
+                       f"safe list: {', '.join(sorted(a for a in ATTRIBUTES if not a.startswith('_')))})")
+    code = _without_attributes(code)
     # a GPU source's body goes inside the signature MLX writes: its statements are the kernel's own
+    # (the checks above keep the lines where they were)
     marker = source.find("\n" + SECTION.format("body") + "\n")
-    body_at = len(_strip(source[:marker + 1])) if marker >= 0 and not rules.exported else len(code)
+    body_at = len(code)
+    if marker >= 0 and not rules.exported:
+        lines = code.split("\n")
+        body_at = sum(len(line) + 1 for line in lines[:_strip(source[:marker + 1]).count("\n")])
     m = DIGRAPH.search(code)
     if m:
         raise Rejected(f"line {_line(code, m.start())}: digraph or trigraph {m.group()!r}")
@@ -323,7 +359,7 @@ def _check_no_state(code: str, body_at: int) -> None:
     shared memory (new in each launch). A constant object holds no pointer that can be changed
     (`const float *p` can). A macro holding a storage class would hide one from this check and is
     refused; so are thread-local storage, OpenMP's threadprivate and CUDA's managed memory
-    (BANNED). The machine code is checked as well where it can be read (cpu.kept_state)."""
+    (BANNED). The machine code is checked as well where it can be read (backends/elf.py)."""
     for m in MACRO_LINE.finditer(code):
         if STORAGE.search(m.group()):
             raise Rejected(f"line {_line(code, m.start())}: a macro holding a storage class "
@@ -473,6 +509,8 @@ def _without_attributes(code: str) -> str:
 
 
 def _check_kernel_definition(code: str, kernel: str) -> None:
+    if re.search(rf"#\s*(define|undef)\s+{kernel}\b", code):
+        raise Rejected(f"a macro renames the kernel function {kernel}")
     defs = [d for d in DEFINITION.finditer(code) if d.group(1) == kernel]
     abi = f"void {kernel}(void **bufs, const int64_t *dims, const int64_t *strides)"
     if not defs:
@@ -486,8 +524,6 @@ def _check_kernel_definition(code: str, kernel: str) -> None:
     if head != ["void"] or not ABI.fullmatch(d.group(2).strip()):
         written = f"{' '.join(head)} {kernel}({' '.join(d.group(2).split())})"
         raise Rejected(f"line {_line(code, d.start())}: {written} is not the ABI {abi} (exported)")
-    if re.search(rf"#\s*(define|undef)\s+{kernel}\b", code):
-        raise Rejected(f"a macro renames the kernel function {kernel}")
 
 
 # -- mlx: Python source ---------------------------------------------------------------------------------

@@ -92,6 +92,13 @@ TOP = {  # lines before the kernel -> words the reason must contain
     "__attribute__((optimize(3))) static float twice(float x) { return 2 * x; }": "optimize",
     "int caf\u00e9 = 1;": "character",
     "/* never closed": "unterminated comment",
+    # what an object-like macro or the [[...]] spelling of an attribute hides (a red team's kernel ran
+    # a shell command at load through both, its arithmetic untouched)
+    "#define AP_EXPAND wordexp\nstatic void ap_i(void) { AP_EXPAND(0, 0, 0); }": "calls wordexp",
+    "#define A __attribute__\nA((constructor)) static void ap_i(void) {}": "__attribute__((constructor))",
+    "#define AP_KEEP float ap_n\nAP_KEEP;": "keeps state between calls",
+    "[[gnu::constructor]] static void ap_i(void) {}": "a [[...]] attribute",
+    "[ [gnu::constructor] ] static void ap_i(void) {}": "a [[...]] attribute",
 }
 
 
@@ -173,6 +180,25 @@ def test_a_library_that_keeps_state_is_not_built_however_the_source_spells_it(tm
     clean = cpu.build(head + "static const float ap_t[2] = {1.0f, 2.0f};\nconst float *const ap_p = ap_t;\n"
                       + kernel % "float x[4] = {0}; x[1] = ap_p[0]; ((float *)bufs[0])[0] = x[1];", tmp_path)
     assert clean.ok, clean.log
+
+
+def test_a_library_that_calls_or_runs_at_load_what_no_kernel_needs_is_not_built(tmp_path):
+    """cpu.build reads the library's imports and load-time tables against an empty library's: a
+    function outside the math library, OpenMP's runtime and the compiler's helpers, or a
+    constructor, fails the build however the source spelled it."""
+    head = "#include <stdint.h>\n#include <math.h>\n"
+    kernel = "void k(void **bufs, const int64_t *dims, const int64_t *strides) { %s }\n"
+    for top, body, words in [
+        ("int wordexp(const char *, void *, int);\n", "char w[64]; if (dims[0] < 0) (wordexp)(0, w, 0);",
+         "calls wordexp"),
+        ("void omp_set_num_threads(int);\n", "omp_set_num_threads(1);", "calls omp_set_num_threads"),
+        ("[[gnu::constructor]] static void ap_i(void) { volatile float t = expf(2.0f); (void)t; }\n", "",
+         "runs code when it is loaded"),
+    ]:
+        build = cpu.build(head + top + kernel % body, tmp_path)
+        assert not build.ok and words in build.log, (words, build.log)
+    fine = cpu.build(head + kernel % "float *o = bufs[0]; o[0] = expf(o[1]) + tanhf(o[2]);", tmp_path)
+    assert fine.ok, fine.log
 
 
 @pytest.mark.parametrize("change, words", [

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import dtypes, native, run
+from . import elf
 from ..kernel_ir import KernelIR, Launch, sigmoid_form
 from ..ops import ULP_BOUND, Op
 from .cfamily import (OWN_MATH, OWN_VECTOR16_SOURCE, PREFETCH_AHEAD, PREFETCH_NEAR, SHIFT_BLOCK, TAG, VECTOR_MATH,
@@ -392,9 +393,9 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
             log, ok = (proc.stdout + proc.stderr).replace(tmp, str(cache_dir)), proc.returncode == 0
         except subprocess.TimeoutExpired:
             log, ok = f"compiler timed out after {timeout_s} s", False
-        kept = kept_state(str(out), libs) if ok else []
-        if kept:
-            log, ok = log + f"the library keeps state between calls in {', '.join(kept)}: {STATE}", False
+        refused = elf.refusal(str(out), _empty_library(cc, compiler(), tuple(libs))) if ok else ""
+        if refused:
+            log, ok = log + refused, False
         seconds = time.perf_counter() - start
         if ok:
             shutil.copyfile(src, cache_dir / f"{key}.c")
@@ -404,40 +405,15 @@ def build(source: str, cache_dir: Path | None = None, timeout_s: float = 120) ->
     return Build(ok, str(lib) if ok else None, command, log, seconds, False, key)
 
 
-# The sections a program writes (thread-local ones too); .data.rel.ro is written only by the loader
-WRITABLE = re.compile(r"\.(t?data|t?bss)(?!\.rel\.ro)(\..*)?|\*COM\*")
-SYMBOL = re.compile(r"[0-9a-fA-F]+ .{7} (\S+)\s+[0-9a-fA-F]+\s+(\S+)$")
-STATE = ("objects of static storage that the kernel can write, beyond the C runtime's own (a counter or "
-         "a cache kept from one call to the next can change what a kernel computes after the judge has "
-         "run it; a kernel's only state is its buffers)")
-
-
-def kept_state(library: str, libs: Sequence[str] = ()) -> list[str]:
-    """The objects of static storage `library` can write beyond those of an empty library built
-    the same way (the C runtime's own), by symbol (`calls` for a `static int calls`): what a
-    kernel keeps between calls. static.check refuses such a declaration in the source; this finds it
-    in the machine code however the source spelled it (a macro, say). [] where objdump can't read it."""
-    own = _writable_symbols(library)
-    empty = _empty_symbols(os.environ.get("CC", "gcc"), compiler(), tuple(libs))
-    return sorted((Counter(own) - Counter(empty)).elements()) if own and empty else []
-
-
-def _writable_symbols(library: str) -> list[str]:
-    try:
-        done = run([os.environ.get("OBJDUMP", "objdump"), "-t", library], capture_output=True, text=True)
-    except OSError:
-        return []
-    symbols = (SYMBOL.match(line) for line in done.stdout.splitlines()) if done.returncode == 0 else ()
-    return [m.group(2) for m in symbols if m and WRITABLE.fullmatch(m.group(1))]
-
-
 @lru_cache(maxsize=None)
-def _empty_symbols(cc: str, version: str, libs: tuple[str, ...]) -> tuple[str, ...]:
+def _empty_library(cc: str, version: str, libs: tuple[str, ...]) -> elf.Contents | None:
+    """What an empty library built as a kernel is holds: the C runtime's own objects, imports and
+    load-time code, which every kernel's library has too."""
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "empty.c", Path(tmp) / "empty.so"
         src.write_text("void ap_empty(void) {}\n")
         done = run([cc, *FLAGS, "-o", str(out), str(src), *libs], capture_output=True)
-        return tuple(_writable_symbols(str(out))) if done.returncode == 0 else ()
+        return elf.read(str(out)) if done.returncode == 0 else None
 
 
 def _digest(lib: Path) -> Path:
