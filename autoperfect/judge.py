@@ -14,11 +14,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import resource
 import secrets
 import signal
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -30,7 +32,7 @@ from .graph import Graph, Node, make_attrs
 from .kernel_ir import Arg, Instr, KernelIR, Launch, validate as validate_kernel
 from .ops import EXACT, ULP_BOUND, Op
 from .pipeline import Front, front, program
-from .program import IntegrityError, guarded_call, same_bits
+from .program import IntegrityError, Placement, guarded_call, same_bits
 from .spec import OpSpec, SpecError, seed_for
 
 CLASSES = ("normal", "large", "tiny", "mixed", "special", "offset")
@@ -354,10 +356,21 @@ def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
     return AnswerKey(xs, outputs, is_degenerate([e.ref for e in outputs], [e.bound for e in outputs]), native)
 
 
-# where a check's runs place their buffers (bytes past a 64-byte boundary, `guarded_call`): the second
-# run 8 bytes off the first, so a kernel whose bits follow the buffer's address (a row's head split
-# off at the first cache line and computed otherwise than its body) disagrees with itself
-RUN_OFFSETS = (0, 8)
+def run_placement(inputs: Sequence[np.ndarray], n: int) -> Placement:
+    """Where run n of a check (n >= 1; the first run's buffers all start on a 64-byte boundary)
+    places each buffer, and on how many threads: every buffer at its own multiple of 4 bytes past a
+    64-byte boundary, drawn from the draw itself (a hidden draw's placements are hidden too), the
+    second run on one thread and later ones on 1 to twice the cores. A kernel whose bits follow a
+    buffer's address (a row's head split off at the first cache line and computed otherwise than
+    its body), or the team's size, disagrees with itself: the red team's kernels wrong only 16 bytes
+    or more past a cache line, or only on one thread (OMP_NUM_THREADS=1, as containers and worker
+    processes run), had passed runs placed 0 and 8 bytes off on every core; one that took its
+    inputs' alignment for its outputs' crashed a user's first call (program.Placement)."""
+    digest = zlib.crc32(b"".join(np.ascontiguousarray(x).reshape(-1)[:64].tobytes() for x in inputs))
+    rng = np.random.default_rng([digest, n])
+    cores = os.cpu_count() or 1
+    threads = 1 if n == 1 else int(rng.integers(1, 2 * cores + 1))
+    return Placement(tuple(int(o) for o in rng.integers(0, 16, size=16) * 4), threads)
 
 
 def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: int = 2,
@@ -375,9 +388,11 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
     try:
         got = prog.run_guarded(xs, outputs, memo)
         for n in range(1, max(runs, 2)):
-            problem = _differs(got, prog.run_guarded(xs, outputs, memo, RUN_OFFSETS[n % len(RUN_OFFSETS)]), kinds)
+            where = run_placement(xs, n)
+            problem = _differs(got, prog.run_guarded(xs, outputs, memo, where), kinds)
             if problem:
-                return {"class": cls, "passed": False, "reason": f"run {n + 1} of {runs}: {problem}"}
+                return {"class": cls, "passed": False, "reason": f"run {n + 1} of {runs} (buffers {list(where.offsets[:8])}"
+                        f" bytes past a 64-byte boundary, {where.threads} thread{'s' * (where.threads > 1)}): {problem}"}
     except IntegrityError as e:
         return {"class": cls, "passed": False, "reason": str(e)}
     got_values = [as_float(g, f.canonical.nodes[f.canonical.outputs[j]].dtype) for g, j in zip(got, outputs)]
@@ -412,9 +427,9 @@ def _differs(first: list[np.ndarray], again: list[np.ndarray], kinds: Sequence[s
         bad = a.reshape(-1).view(unsigned) != b.reshape(-1).view(unsigned)
         bad &= ~(np.isnan(as_float(a, kind)) & np.isnan(as_float(b, kind))).reshape(-1)
         if bad.any():
-            return (f"output {j} differs from the first run on the same inputs ({int(bad.sum())} elements, "
-                    "buffers placed 8 bytes apart): nondeterminism, a race, or bits that depend on "
-                    "where a buffer lies")
+            return (f"output {j} differs from the first run on the same inputs ({int(bad.sum())} elements): "
+                    "nondeterminism, a race, or bits that depend on where a buffer lies or on the number "
+                    "of threads")
     return None
 
 

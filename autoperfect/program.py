@@ -7,8 +7,12 @@ canaries, inputs checked for writes, so unwritten and out-of-bounds elements are
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import mmap
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import cached_property, lru_cache, partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -112,7 +116,7 @@ class Program:
 
     # -- the judge's path ----------------------------------------------------------------------------
     def run_guarded(self, inputs: Sequence[np.ndarray], outputs: Sequence[int] | None = None,
-                    memo: dict | None = None, offset: int = 0) -> list[np.ndarray]:
+                    memo: dict | None = None, offset: int | Placement = 0) -> list[np.ndarray]:
         """Outputs as numpy arrays (those at the positions `outputs`, or all); raises IntegrityError
         when a kernel misbehaves. A region MLX computes is evaluated only as far as a kernel or an
         output asked for reads it (MLX is lazy). A kernel's outputs stay the numpy arrays it wrote
@@ -123,7 +127,8 @@ class Program:
         device and on the host, for the next run on the same inputs: a check's second run, and the
         next variant of a kernel on the same draw (a program over the same graph), which would
         compute them again to the same bits. What the memo hands out is read-only; a kernel reads
-        copies (`guarded_call`), placed `offset` bytes past a 64-byte boundary, as its outputs are."""
+        copies (`guarded_call`), placed where `offset` says (bytes past a 64-byte boundary, or a
+        Placement of each buffer and the run's threads), as its outputs are."""
         import mlx.core as mx
 
         memo = {} if memo is None else memo
@@ -185,37 +190,114 @@ def _device(a: np.ndarray, dtype: str):
     return mx.array(a)
 
 
-def placed(shape: Sequence[int], dtype, offset: int) -> np.ndarray:
-    """An uninitialized array whose data starts `offset` bytes past a 64-byte boundary."""
+@dataclass(frozen=True)
+class Placement:
+    """Where a guarded run puts the buffers a kernel sees, and on how many threads it runs: buffer i
+    (its inputs, then its outputs) starts offsets[i % len(offsets)] bytes past a 64-byte boundary,
+    rounded down to a multiple of its element size (an MLX array, a slice's too, starts at any
+    multiple of its element size, and a kernel's inputs and outputs lie independently); `threads`
+    sets OpenMP's team for the call (None: as the process has it)."""
+    offsets: tuple[int, ...] = (0,)
+    threads: int | None = None
+
+    def offset(self, i: int, itemsize: int) -> int:
+        return self.offsets[i % len(self.offsets)] // itemsize * itemsize
+
+
+GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a guarded kernel sees
+
+
+def placed(shape: Sequence[int], dtype, offset: int, guard: bool = False) -> np.ndarray:
+    """An array whose data starts `offset` bytes past a 64-byte boundary. With `guard`, its data
+    (zeros) ends less than 64 bytes before GUARD bytes of address space mapped without access, so
+    a kernel reading or writing past its end faults there (a crash is a verdict) rather than
+    touching whatever memory lies beyond, as the fence alone let a store 200 elements past an
+    output's end through; without, it is uninitialized."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    fenced = _guarded(nbytes, offset) if guard else None
+    if fenced is not None:
+        return fenced.view(dtype).reshape(shape)
     raw = np.empty(nbytes + 64 + offset, np.uint8)
     start = -raw.ctypes.data % 64 + offset
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def _guarded(nbytes: int, offset: int) -> np.ndarray | None:
+    libc = _libc()
+    if libc is None:
+        return None
+    usable = -(-(nbytes + 128) // mmap.PAGESIZE) * mmap.PAGESIZE
+    region = mmap.mmap(-1, usable + GUARD)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    if libc.mprotect(ctypes.c_void_p(base + usable), ctypes.c_size_t(GUARD), 0) != 0:
+        return None
+    end = usable - (-nbytes - offset) % 64  # start = end - nbytes lies `offset` past a 64-byte boundary
+    return np.frombuffer(region, np.uint8, count=nbytes, offset=end - nbytes)
+
+
+@lru_cache(maxsize=None)
+def _libc():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+@lru_cache(maxsize=None)
+def _openmp():
+    """OpenMP's runtime as the CPU's kernels load it (libgomp), or None."""
+    try:
+        omp = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
+        return omp if hasattr(omp, "omp_set_num_threads") else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def openmp_threads(threads: int | None):
+    """OpenMP's team for the calls this thread makes inside, then as it was."""
+    omp = _openmp() if threads else None
+    if omp is None:
+        yield
+        return
+    before = omp.omp_get_max_threads()
+    omp.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        omp.omp_set_num_threads(before)
+
+
 def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Launch | None = None,
-                 offset: int = 0) -> list[np.ndarray]:
+                 offset: int | Placement = 0) -> list[np.ndarray]:
     """Run `kernel` on copies of `inputs` with poisoned, fenced outputs; check what it touched.
-    Every buffer the kernel sees starts `offset` bytes past a 64-byte boundary (MLX's buffers are
-    8-byte aligned: a kernel must give the same bits at any multiple of 8)."""
+    Every buffer the kernel sees starts where `offset` says, bytes past a 64-byte boundary (one
+    offset for all, or a Placement: each its own, and the run's threads), and is followed by
+    address space no one may touch (`placed`'s guard)."""
     launch = launch or k.launch
+    where = offset if isinstance(offset, Placement) else Placement((offset,))
     ins = []
-    for x in inputs:
-        ins.append(placed(np.shape(x), np.asarray(x).dtype, offset))
+    for i, x in enumerate(inputs):
+        dtype = np.asarray(x).dtype
+        ins.append(placed(np.shape(x), dtype, where.offset(i, dtype.itemsize), guard=True))
         np.copyto(ins[-1], x)
     before = [np.ascontiguousarray(x) for x in inputs]  # the caller's arrays, which the kernel never sees
     fenced, views = [], []
-    for arg, shape in zip(k.outputs, launch.out_shapes):
+    for j, (arg, shape) in enumerate(zip(k.outputs, launch.out_shapes)):
         n = int(np.prod(shape, dtype=np.int64))
         utype, poison = POISON[arg.dtype]
         _, fence = FENCE[arg.dtype]
-        buf = placed((n + 2 * CANARY,), utype, offset)  # the fence's 64 elements keep the body's alignment
+        # the fence's 64 elements keep the body's alignment
+        buf = placed((n + 2 * CANARY,), utype, where.offset(len(ins) + j, np.dtype(utype).itemsize), guard=True)
         buf[:CANARY] = buf[CANARY + n:] = fence
         buf[CANARY:CANARY + n] = poison
         fenced.append(buf)
         views.append(buf[CANARY:CANARY + n].view(storage(arg.dtype)).reshape(shape))
-    kernel.run_numpy(ins + views, launch)
+    with openmp_threads(where.threads):
+        kernel.run_numpy(ins + views, launch)
     for j, (x, x0) in enumerate(zip(ins, before)):
         if not same_bits(x, x0):
             raise IntegrityError(f"kernel {k.name} wrote into its input {k.inputs[j].name}")

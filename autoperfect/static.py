@@ -139,7 +139,9 @@ ATTRIBUTES = {"aligned", "always_inline", "noinline", "unused", "hot", "cold", "
 MATH = {f + s for f in ("sqrt", "fabs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
                         "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
                         "erf", "erfc", "floor", "ceil", "round", "trunc", "rint", "nearbyint", "lrint",
-                        "fma", "fmax", "fmin", "fmod", "copysign", "ldexp", "frexp", "cbrt", "hypot", "nan")
+                        "fma", "fmax", "fmin", "fmod", "copysign", "ldexp", "frexp", "cbrt", "hypot", "nan",
+                        "nextafter", "nexttoward", "scalbn", "ilogb", "logb", "remainder", "lround", "llround",
+                        "llrint", "fdim")
         for s in ("f", "")} | {"isnan", "isinf", "isfinite", "signbit", "fpclassify"}
 OPENMP = {"omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads"}
 OURS = set(OWN_MATH.values())  # our vector math (backends/vmath.c), linked in by cpu.build

@@ -280,8 +280,14 @@ BAD = {  # statement at the start of a row -> what the verdict says
     "segfault": ("*(volatile float *)0 = 1.0f;", "crashed with SIGSEGV"),
     "out_of_bounds": ("out[R + 3] = 0.0f;", "wrote out of bounds after output out0"),
     "writes_input": ("((float *)bufs[0])[r] = 0.0f;", "wrote into its input x_0"),
-    "nondeterministic": ("static int calls; if (r == 0) calls++; "
-                         "if (calls % 2 == 0) { out[r] = 1e3f; continue; }", "differs from the first run"),
+    # past the fence, into the address space after the buffer that no one may touch
+    "far_out_of_bounds": ("if (r == 0) out[R + 300] = 0.0f;", "crashed with SIGSEGV"),
+    # wrong on one thread only (OMP_NUM_THREADS=1), or where its input lies 16 bytes or more past a
+    # cache line: the first run (every core, buffers on 64-byte boundaries) is right
+    "threads": ("int omp_get_num_threads(void); if (omp_get_num_threads() == 1) { out[r] = 1e3f; continue; }",
+                "differs from the first run"),
+    "address": ("if (((uintptr_t)x & 63) >= 16) { out[r] = 1.5f * sum_of(x + r * strides[0], N); continue; }",
+                "differs from the first run"),
     # a first row one ulp up where the output lies off a cache line: within every bound, and not
     # the same bits wherever the buffer lies (a row's head computed otherwise than its body)
     "placement": ("if (((uintptr_t)out & 63) && r == 0) { out[r] = nextafterf(sum_of(x, N), INFINITY); continue; }",
@@ -316,7 +322,7 @@ def test_validate_records_each_bad_candidate_and_verifies_the_good_one(build_dir
 
 
 def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_result(build_dir):
-    """A check's second run places every buffer 8 bytes off the first's (judge.RUN_OFFSETS) and must
+    """A check's later runs place every buffer elsewhere (judge.run_placement) and must
     give the same bits, but for NaN: IEEE 754 does not interpret a NaN's sign, and a compiler may
     order a commutative operation's operands otherwise in a row's head and body (the LayerNorm
     backward's contracted variants did: docs/experiments/2026-12-07d-cpu/placement.out)."""
@@ -326,7 +332,7 @@ def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_resul
     x = np.ones((64, 300), np.float32)
     x[1, 3] = np.nan
     runs = [program.guarded_call(cpu.Kernel(k, library), k, [x], offset=offset)[0].reshape(-1).view(np.uint32)
-            for offset in judge.RUN_OFFSETS]
+            for offset in (0, 8)]
     assert np.isnan(runs[0][1:2].view(np.float32)).all() and runs[0][1] != runs[1][1]  # the kernel flips it
     assert (np.delete(runs[0], 1) == np.delete(runs[1], 1)).all()
     verdict = judge_candidates(ROWSUM, "cpu", {k.name: library}, Settings(), seed_for("nan sign"))
