@@ -35,14 +35,17 @@ from .pipeline import Front, front, program
 from .program import IntegrityError, Placement, guarded_call, same_bits
 from .spec import OpSpec, SpecError, seed_for
 
-CLASSES = ("normal", "large", "tiny", "mixed", "special", "offset")
+CLASSES = ("normal", "large", "tiny", "mixed", "special", "offset", "structured", "ramp")
 # Scales per dtype: "large" leaves room to square a value, "tiny" makes products denormal, "mixed"
 # spans that many decades either way; specials are the dtype's own extremes; "offset" moves each
-# row that many times its spread away from 0 (row_offsets).
+# row up to that many times its spread away from 0 (row_offsets); "structured" rows are what real
+# data holds and random draws never do (structured_rows); "ramp" walks each input evenly over
+# [-RAMP, RAMP], so no band of a function's argument goes untested.
 LARGE = {"float32": 1e4, "bfloat16": 1e4, "float16": 1e2}
 TINY = {"float32": 1e-20, "bfloat16": 1e-20, "float16": 1e-3}
 MIXED_DECADES = {"float32": 8, "bfloat16": 8, "float16": 3}
 OFFSET = {"float32": 3e3, "bfloat16": 30.0, "float16": 30.0}
+RAMP = {"float32": 64.0, "bfloat16": 64.0, "float16": 8.0}
 # In one "offset" row in LYING_ROWS the first LYING_HEAD values stay about 0 (row_offsets).
 LYING_ROWS = 8
 LYING_HEAD = 16
@@ -177,8 +180,32 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
                 x[mask] = rng.choice(specials(inp.dtype), size=int(mask.sum()))
             elif cls == "offset":
                 x = x + row_offsets(shape, OFFSET[inp.dtype], rng)
+            elif cls == "structured":
+                x = structured_rows(x, rng)
+            elif cls == "ramp":
+                x = np.linspace(-RAMP[inp.dtype], RAMP[inp.dtype], x.size)  # moved by part of a step:
+                x = (x + rng.uniform(0.0, 2 * RAMP[inp.dtype] / max(x.size - 1, 1))).reshape(shape)  # no sum of 0
+                x = x if not out else rng.permutation(x.reshape(-1)).reshape(shape)  # inputs unlike each other
         out.append(dtypes.round_to(x, inp.dtype))
     return out
+
+
+def structured_rows(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A normal draw whose rows (the last axis) are, in turn, all zero, one value repeated,
+    float32 values carried from bfloat16 (their low 16 bits zero, as a bfloat16 model's
+    activations are once cast up), whole numbers, values from a handful of levels, or normal. A
+    red team's kernels wrong on rows whose low bits are all zero, or leaving all-zero rows
+    unwritten (a user's padding came back holding a freed tensor's data), passed every random
+    class; E[x^2] - mean^2 gives a row of one value a spread of -6e-7. An input of fewer than two
+    axes (a weight) is carried from bfloat16 and has no zeros."""
+    if x.ndim < 2:
+        return dtypes.round_to(np.where(np.abs(x) < 0.1, 0.5, x), "bfloat16")
+    rows = math.prod(x.shape[:-1])  # each kind in turn from a drawn one: six rows or more hold them all
+    kind = ((rng.integers(0, 6) + np.arange(rows)) % 6).reshape(*x.shape[:-1], 1)
+    levels = rng.standard_normal(4)
+    return np.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4],
+                     [0.0 * x, np.broadcast_to(x[..., :1], x.shape), dtypes.round_to(x, "bfloat16"),
+                      np.round(4.0 * x), levels[rng.integers(0, 4, size=x.shape)]], x)
 
 
 def specials(dtype: str) -> np.ndarray:
@@ -213,7 +240,13 @@ def row_offsets(shape, scale: float, rng: np.random.Generator) -> np.ndarray:
     if not shape:
         return scale * rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.0)
     rows = (*shape[:-1], 1)
-    off = np.broadcast_to(scale * rng.choice([-1.0, 1.0], size=rows) * rng.uniform(0.5, 1.0, size=rows), shape).copy()
+    # half the rows at half the scale or more, half down to a hundredth of it (a kernel taking the
+    # two-pass sum only in the far band passed with every row there, and failed rows 300 to 900
+    # times their spread from 0, as uncentred features such as 500 +- 1 are)
+    far = rng.uniform(0.5, 1.0, size=rows)
+    near = 10.0 ** rng.uniform(-2.0, math.log10(0.5), size=rows)
+    factor = np.where(rng.random(rows) < 0.5, far, near)
+    off = np.broadcast_to(scale * rng.choice([-1.0, 1.0], size=rows) * factor, shape).copy()
     if len(shape) > 1:
         lying = rng.random(rows) < 1 / LYING_ROWS
         off[..., :LYING_HEAD] = np.where(lying, 0.0, off[..., :LYING_HEAD])
@@ -229,8 +262,10 @@ def classes_for(spec: OpSpec) -> tuple[str, ...]:
 
 
 # The classes drawn at the spec's own shapes and at its grown scale (where threads, streaming stores
-# and a one-pass spread's long rows live), each where the op's domain allows it (classes_for).
-CALL_CLASSES = ("normal", "special", "offset")
+# and a one-pass spread's long rows live), each where the op's domain allows it (classes_for); the
+# structured rows there too, where the spec's many rows hold every kind of them (the small shapes'
+# few rows hold one or two).
+CALL_CLASSES = ("normal", "special", "offset", "structured")
 SCALE_CLASSES = ("normal", "offset")
 
 
@@ -668,8 +703,9 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
             exact = all(nd.op in EXACT for nd in f.canonical.nodes)
             for d in range(settings.hidden_draws):
                 rng = np.random.default_rng([hidden_seed, n, d])
+                cls = classes_for(spec)[int(rng.integers(len(classes_for(spec))))]  # withheld too
                 try:
-                    result = check_shape(f, prog, s, "normal", rng, exact)
+                    result = check_shape(f, prog, s, cls, rng, exact)
                 except (IndexError, ValueError):
                     break  # no reference at these shapes (see the public checks)
                 hidden.append(result["passed"])

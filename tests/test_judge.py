@@ -288,6 +288,14 @@ BAD = {  # statement at the start of a row -> what the verdict says
                 "differs from the first run"),
     "address": ("if (((uintptr_t)x & 63) >= 16) { out[r] = 1.5f * sum_of(x + r * strides[0], N); continue; }",
                 "differs from the first run"),
+    # rows real data holds and random draws never do: all zero (left unwritten), carried from
+    # bfloat16 (low 16 bits zero); a band of values no random class reaches
+    "zero_rows": ("if (x[r * strides[0]] == 0.0f && x[r * strides[0] + N - 1] == 0.0f) continue;",
+                  "inputs 'structured': kernel"),
+    "bfloat16_rows": ("uint32_t b0; __builtin_memcpy(&b0, x + r * strides[0], 4); "
+                      "if (N > 8 && b0 && !(b0 & 0xFFFF)) { out[r] = 0.0f; continue; }", "inputs 'structured'"),
+    "band": ("int band = 0; for (int64_t j = 0; j < N; j++) band |= x[r * strides[0] + j] > 20.0f && "
+             "x[r * strides[0] + j] < 20.2f; if (band) { out[r] = 1e3f; continue; }", "inputs 'ramp'"),
     # a first row one ulp up where the output lies off a cache line: within every bound, and not
     # the same bits wherever the buffer lies (a row's head computed otherwise than its body)
     "placement": ("if (((uintptr_t)out & 63) && r == 0) { out[r] = nextafterf(sum_of(x, N), INFINITY); continue; }",
@@ -525,26 +533,49 @@ def test_a_streamed_row_kernel_that_drops_its_last_elements_is_caught_at_scale(t
 
 
 def test_offset_rows_sit_far_from_zero_and_some_heads_lie():
-    """Each "offset" row sits OFFSET times its spread from 0 (a factor in [0.5, 1] of its own, either
-    side); about one row in LYING_ROWS keeps its first LYING_HEAD values about 0."""
+    """Each "offset" row sits up to OFFSET times its spread from 0 (half of them by a factor in [0.5,
+    1] of its own, half by one in [0.01, 0.5], either side); about one row in LYING_ROWS keeps its
+    first LYING_HEAD values about 0."""
     spec = parse_op("o", {"fn": "def o(x, w):\n    return x * w\n",
                           "inputs": {"x": {"shape": [400, 300], "dtype": "float32"},
                                      "w": {"shape": [300], "dtype": "float16"}}})
     x, w = judge.draw(spec, "offset", np.random.default_rng(seed_for("offset rows")))
     tail = x[:, judge.LYING_HEAD:]
     c = np.abs(tail.mean(axis=1))
-    assert np.all(c >= 0.5 * judge.OFFSET["float32"] - 1) and np.all(c <= judge.OFFSET["float32"] + 1)
+    assert np.all(c >= 0.01 * judge.OFFSET["float32"] - 1) and np.all(c <= judge.OFFSET["float32"] + 1)
+    assert (c >= 0.5 * judge.OFFSET["float32"] - 1).mean() == pytest.approx(0.5, abs=0.1)
+    assert (c < 0.1 * judge.OFFSET["float32"]).mean() > 0.1  # the near band is drawn (300 times and less)
     assert (tail.mean(axis=1) > 0).mean() == pytest.approx(0.5, abs=0.1)
     assert np.all(np.abs(tail.std(axis=1) - 1) < 0.2)
     head = np.abs(x[:, :judge.LYING_HEAD].mean(axis=1))
     lying = head < 10
     assert lying.sum() == pytest.approx(400 / judge.LYING_ROWS, rel=0.4)
-    assert np.all(head[~lying] > 0.4 * judge.OFFSET["float32"])
-    assert 0.5 * judge.OFFSET["float16"] - 1 <= abs(w.mean()) <= judge.OFFSET["float16"] + 1  # 1-D: one row
+    assert np.all(np.abs(head[~lying] - c[~lying]) < 2)
+    assert 0.01 * judge.OFFSET["float16"] - 1 <= abs(w.mean()) <= judge.OFFSET["float16"] + 1  # 1-D: one row
     assert "offset" in judge.call_classes(spec)
     ranged = parse_op("r", {"fn": "def r(x):\n    return mx.log(x)\n",
                             "inputs": {"x": {"shape": [8, 8], "dtype": "float32", "range": [0.5, 2]}}})
     assert "offset" not in judge.classes_for(ranged) + judge.call_classes(ranged)
+
+
+def test_structured_rows_hold_what_real_data_does_and_the_ramp_walks_every_band():
+    spec = parse_op("o", {"fn": "def o(x, w):\n    return x * w\n",
+                          "inputs": {"x": {"shape": [12, 40], "dtype": "float32"},
+                                     "w": {"shape": [40], "dtype": "float32"}}})
+    x, w = judge.draw(spec, "structured", np.random.default_rng(seed_for("structured rows")))
+    low_bits = (x.view(np.uint32) & 0xFFFF) == 0
+    zero = (x == 0).all(axis=1)
+    constant = (x == x[:, :1]).all(axis=1) & ~zero
+    carried = low_bits.all(axis=1) & ~zero & ~constant
+    whole = (x == np.round(x)).all(axis=1) & ~zero & ~constant
+    few = np.array([len(np.unique(row)) <= 4 for row in x]) & ~zero & ~constant
+    assert zero.sum() == constant.sum() == 2 and carried.sum() >= 2 and whole.sum() >= 2 and few.sum() >= 2
+    assert (w != 0).all() and ((w.view(np.uint32) & 0xFFFF) == 0).all()  # a weight: from bfloat16, no zeros
+    x, w = judge.draw(spec, "ramp", np.random.default_rng(seed_for("ramp")))
+    step = 2 * judge.RAMP["float32"] / (x.size - 1)
+    assert np.all(np.diff(x.reshape(-1)) > 0) and x.min() >= -judge.RAMP["float32"]
+    assert x.max() <= judge.RAMP["float32"] + step and np.max(np.diff(x.reshape(-1))) < 1.01 * step
+    assert abs(x.sum()) > 0 and not np.all(np.diff(w) > 0)  # no sum of 0; the next input shuffled
 
 
 def test_a_child_that_raises_is_the_judges_own_failure_not_a_kernels_verdict():
