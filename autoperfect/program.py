@@ -205,6 +205,9 @@ class Placement:
 
 
 GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a guarded kernel sees
+# Whether guarded_call puts that guard after its buffers: the judge's children do, where a fault is a
+# verdict; a test that runs planted bugs in its own process turns it off, since a fault there ends it.
+GUARDED = True
 
 
 def placed(shape: Sequence[int], dtype, offset: int, guard: bool = False) -> np.ndarray:
@@ -282,7 +285,7 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
     ins = []
     for i, x in enumerate(inputs):
         dtype = np.asarray(x).dtype
-        ins.append(placed(np.shape(x), dtype, where.offset(i, dtype.itemsize), guard=True))
+        ins.append(placed(np.shape(x), dtype, where.offset(i, dtype.itemsize), guard=GUARDED))
         np.copyto(ins[-1], x)
     before = [np.ascontiguousarray(x) for x in inputs]  # the caller's arrays, which the kernel never sees
     fenced, views = [], []
@@ -291,7 +294,8 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
         utype, poison = POISON[arg.dtype]
         _, fence = FENCE[arg.dtype]
         # the fence's 64 elements keep the body's alignment
-        buf = placed((n + 2 * CANARY,), utype, where.offset(len(ins) + j, np.dtype(utype).itemsize), guard=True)
+        buf = placed((n + 2 * CANARY,), utype, where.offset(len(ins) + j, np.dtype(utype).itemsize),
+                     guard=GUARDED)
         buf[:CANARY] = buf[CANARY + n:] = fence
         buf[CANARY:CANARY + n] = poison
         fenced.append(buf)
