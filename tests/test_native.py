@@ -73,11 +73,18 @@ def ext():
     return module
 
 
+def build_probe(where: Path) -> str:
+    """The probe's library, built as cpu.build builds a kernel's but without it: cpu.build refuses a
+    library that keeps state between calls, which no kernel may and this test's own probe must."""
+    (where / "probe.c").write_text(PROBE)
+    subprocess.run([os.environ.get("CC", "gcc"), *cpu.FLAGS, "-o", str(where / "probe.so"), str(where / "probe.c")],
+                   check=True)
+    return str(where / "probe.so")
+
+
 @pytest.fixture(scope="module")
-def probe():
-    build = cpu.build(PROBE)
-    assert build.ok, build.log
-    lib = ctypes.CDLL(build.library)
+def probe(tmp_path_factory):
+    lib = ctypes.CDLL(build_probe(tmp_path_factory.mktemp("probe")))
     lib.probe_calls.restype = ctypes.c_int64
     return lib
 
@@ -184,8 +191,10 @@ import ctypes, sys
 import mlx.core as mx, numpy as np
 from autoperfect.backends import cpu
 sys.path.insert(0, sys.argv[1])
-from test_native import PROBE, probe_call
-lib = ctypes.CDLL(cpu.build(PROBE).library)
+from pathlib import Path
+import tempfile
+from test_native import build_probe, probe_call
+lib = ctypes.CDLL(build_probe(Path(tempfile.mkdtemp())))
 """
 
 
