@@ -176,7 +176,8 @@ OMP_CLAUSES = re.compile(r"\b(reduction|schedule|num_threads|private|firstprivat
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*\{")
-MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+# a #define: its name, a function-like macro's parameters (None: object-like) and its body
+MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^()]*\))?(.*)$", re.M)
 FUNCTION_POINTER = re.compile(r"\(\s*\*\s*\w*\s*\)\s*\(|\bgoto\s*\*")
 ABI = re.compile(r"void\s*\*\s*\*\s*(restrict\s+)?\w+\s*,\s*const\s+int64_t\s*\*\s*(restrict\s+)?\w+\s*,"
                  r"\s*const\s+int64_t\s*\*\s*(restrict\s+)?\w+")
@@ -213,24 +214,20 @@ def _strip(source: str) -> str:
     return "".join(out)
 
 
-OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\b(?!\()(.*)$")
-DEFINE_HEAD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(\([^()]*\))?")
-
-
 def _expand_objects(code: str) -> str:
     """Object-like macros' names replaced by their bodies, a few rounds (as the preprocessor would),
     so the checks see what `#define AP_EXPAND wordexp` or `#define A __attribute__` hides. Line by
     line, lines kept: a `#define` keeps its own name and the other directives are left as written."""
     lines = code.split("\n")
-    macros = {m.group(1): m.group(2).strip() for m in map(OBJECT_MACRO.match, lines) if m}
+    macros = {m.group(1): m.group(3).strip() for m in map(MACRO.match, lines) if m and m.group(2) is None}
     if not macros:
         return code
     name = re.compile(r"\b(" + "|".join(map(re.escape, macros)) + r")\b")
     for _ in range(8):
         expanded = []
         for line in lines:
-            head = DEFINE_HEAD.match(line)
-            start = head.end() if head else len(line) if line.lstrip().startswith("#") else 0
+            head = MACRO.match(line)  # its name and parameters stay; its body is expanded
+            start = head.start(3) if head else len(line) if line.lstrip().startswith("#") else 0
             expanded.append(line[:start] + name.sub(lambda m: macros[m.group(1)], line[start:]))
         if expanded == lines:
             break
@@ -362,7 +359,7 @@ def _check_no_state(code: str, body_at: int) -> None:
     (`const float *p` can). A macro holding a storage class would hide one from this check and is
     refused; so are thread-local storage, OpenMP's threadprivate and CUDA's managed memory
     (BANNED). The machine code is checked as well where it can be read (backends/elf.py)."""
-    for m in MACRO_LINE.finditer(code):
+    for m in MACRO.finditer(code):
         if STORAGE.search(m.group()):
             raise Rejected(f"line {_line(code, m.start())}: a macro holding a storage class "
                            f"({' '.join(m.group().split())}) hides what it declares from these checks")
@@ -394,9 +391,6 @@ def _stateless(words: str, closer: str, file: bool, after: str | None) -> bool:
     if not initialized and decl.endswith(")") and not (closer == ";" and DEVICE_OBJECT.search(decl)):
         return True  # a function's definition or prototype (a device object's direct-init is refused)
     return closer == "{" and bool(FILE_BLOCK.match(decl)) or _constant(decl)
-
-
-MACRO_LINE = re.compile(r"(?m)^[ \t]*#[ \t]*define\b.*$")
 
 
 def _declaration(words: str) -> tuple[str, bool]:
@@ -449,7 +443,7 @@ def _top_level_split(text: str) -> list[str]:
 
 
 def _check_calls(code: str) -> None:
-    defined = {d.group(1) for d in DEFINITION.finditer(code)} | set(MACRO.findall(code))
+    defined = {d.group(1) for d in DEFINITION.finditer(code)} | {m.group(1) for m in MACRO.finditer(code)}
     allowed = defined | MATH | OURS | OPENMP | BUILTINS | INTRINSICS | KEYWORDS
     # an OpenMP clause such as reduction(+:a) is no call, nor is GCC optimize ("...") (_check_verbatim's)
     code = re.sub(r"(?m)^[ \t]*#[ \t]*pragma\b.*$", lambda p: "" if OPTIMIZE.match(p.group())

@@ -1,4 +1,4 @@
-"""What a built kernel library holds, read from its ELF tables with binutils (objdump, nm): the
+"""What a built kernel library holds, read from its ELF tables with binutils' objdump: the
 machine-code side of the static checks, which no spelling of the source can hide from.
 
 A kernel computes its outputs from its buffers and nothing else. Its library must therefore hold,
@@ -44,17 +44,17 @@ class Contents:
 
 
 def read(library: str) -> Contents | None:
-    """The library's writable objects, imports and load-time tables, or None where binutils can't
-    read it."""
-    symbols = _tool("OBJDUMP", "objdump", "-t", library)
-    headers = _tool("OBJDUMP", "objdump", "-h", library)
-    dynamic = _tool("NM", "nm", "-D", "--undefined-only", library)
-    if symbols is None or headers is None or dynamic is None:
+    """The library's writable objects, imports and load-time tables (one objdump of its section
+    headers, symbols and dynamic symbols), or None where binutils can't read it."""
+    dump = _tool("OBJDUMP", "objdump", "-h", "-t", "-T", library)
+    if dump is None:
         return None
+    headers, _, rest = dump.partition("\nSYMBOL TABLE:\n")
+    symbols, _, dynamic = rest.partition("\nDYNAMIC SYMBOL TABLE:\n")
     writable = [m.group(2) for m in map(SYMBOL.match, symbols.splitlines()) if m and WRITABLE.fullmatch(m.group(1))]
     sections = [m.groups() for m in map(SECTION.match, headers.splitlines()) if m]
     at_load = sum(int(size, 16) for name, size in sections if name in AT_LOAD)
-    imports = frozenset(line.split()[-1].split("@")[0] for line in dynamic.splitlines() if line.strip())
+    imports = frozenset(line.split()[-1] for line in dynamic.splitlines() if "*UND*" in line)
     return Contents(tuple(writable), imports, at_load)
 
 
