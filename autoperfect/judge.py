@@ -148,6 +148,7 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
     shapes: traced here where an integer input needs it and none is given), whatever its range says."""
     indices = any(i.dtype in ("int32", "uint32") for i in spec.inputs)
     limits = index_limits(graph if graph is not None else front(spec).traced) if indices else {}
+    base, turn = class_turn(cls)
     out = []
     for inp in spec.inputs:
         shape = inp.shape
@@ -180,8 +181,8 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
                 x[mask] = rng.choice(specials(inp.dtype), size=int(mask.sum()))
             elif cls == "offset":
                 x = x + row_offsets(shape, OFFSET[inp.dtype], rng)
-            elif cls == "structured":
-                x = structured_rows(x, rng)
+            elif base == "structured":
+                x = structured_rows(x, rng, turn, structured_turns(spec))
             elif cls == "ramp":
                 x = np.linspace(-RAMP[inp.dtype], RAMP[inp.dtype], x.size)  # moved by part of a step:
                 x = (x + rng.uniform(0.0, 2 * RAMP[inp.dtype] / max(x.size - 1, 1))).reshape(shape)  # no sum of 0
@@ -190,18 +191,33 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
     return out
 
 
-def structured_rows(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+STRUCTURED_KINDS = 6  # structured_rows' kinds of row
+
+
+def structured_turns(spec: OpSpec) -> int:
+    """How many structured draws it takes for every kind of row to be drawn in each input of rows
+    (one, where its fewest rows are STRUCTURED_KINDS or more): a red team's kernel leaving all-zero
+    rows unwritten passed a spec of 3x7, whose three rows held three kinds."""
+    rows = [math.prod(i.shape[:-1]) for i in spec.inputs
+            if len(i.shape) >= 2 and i.dtype in dtypes.FLOATS and i.range is None]
+    return -(-STRUCTURED_KINDS // max(1, min(rows))) if rows else 1
+
+
+def structured_rows(x: np.ndarray, rng: np.random.Generator, turn: int = 0, turns: int = 1) -> np.ndarray:
     """A normal draw whose rows (the last axis) are, in turn, all zero, one value repeated,
     float32 values carried from bfloat16 (their low 16 bits zero, as a bfloat16 model's
     activations are once cast up), whole numbers, values from a handful of levels, or normal. A
     red team's kernels wrong on rows whose low bits are all zero, or leaving all-zero rows
     unwritten (a user's padding came back holding a freed tensor's data), passed every random
     class; E[x^2] - mean^2 gives a row of one value a spread of -6e-7. An input of fewer than two
-    axes (a weight) is carried from bfloat16 and has no zeros."""
+    axes (a weight) is carried from bfloat16 and has no zeros. Draw `turn` of `turns`
+    (structured_turns) starts its rows' kinds where the one before left off; a lone draw, at a
+    drawn kind (six rows or more hold them all)."""
     if x.ndim < 2:
         return dtypes.round_to(np.where(np.abs(x) < 0.1, 0.5, x), "bfloat16")
-    rows = math.prod(x.shape[:-1])  # each kind in turn from a drawn one: six rows or more hold them all
-    kind = ((rng.integers(0, 6) + np.arange(rows)) % 6).reshape(*x.shape[:-1], 1)
+    rows = math.prod(x.shape[:-1])
+    first = turn * rows if turns > 1 else rng.integers(0, STRUCTURED_KINDS)
+    kind = ((first + np.arange(rows)) % STRUCTURED_KINDS).reshape(*x.shape[:-1], 1)
     levels = rng.standard_normal(4)
     return np.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4],
                      [0.0 * x, np.broadcast_to(x[..., :1], x.shape), dtypes.round_to(x, "bfloat16"),
@@ -254,11 +270,21 @@ def row_offsets(shape, scale: float, rng: np.random.Generator) -> np.ndarray:
 
 
 def classes_for(spec: OpSpec) -> tuple[str, ...]:
-    """With a `range` on every float input, the scale classes would leave the op's domain."""
+    """The classes drawn at `spec`'s shapes: with a `range` on every float input, the scale classes
+    would leave the op's domain; "structured" is drawn as many times as its rows need
+    (structured_turns), the later draws named "structured 2" and on."""
     floats = [i for i in spec.inputs if i.dtype in dtypes.FLOATS]
     if floats and all(i.range is not None for i in floats):
         return ("normal", "special")
-    return CLASSES
+    turns = structured_turns(spec)
+    return tuple(c for cls in CLASSES
+                 for c in ([cls, *(f"{cls} {t}" for t in range(2, turns + 1))] if cls == "structured" else [cls]))
+
+
+def class_turn(cls: str) -> tuple[str, int]:
+    """A class's name ("structured 2") as its kind of draw and the draw's turn from 0 ("structured", 1)."""
+    base, _, turn = cls.partition(" ")
+    return base, int(turn or 1) - 1
 
 
 # The classes drawn at the spec's own shapes and at its grown scale (where threads, streaming stores
@@ -270,8 +296,9 @@ SCALE_CLASSES = ("normal", "offset")
 
 
 def call_classes(spec: OpSpec, wanted: tuple[str, ...] = CALL_CLASSES) -> tuple[str, ...]:
-    """Those of `wanted` (by default the spec's own shapes' classes) the op's domain allows."""
-    return tuple(c for c in wanted if c in classes_for(spec))
+    """Those of `wanted` (by default the spec's own shapes' classes) the op's domain allows, each as
+    often as classes_for draws it."""
+    return tuple(c for c in classes_for(spec) if class_turn(c)[0] in wanted)
 
 
 # -- comparison ---------------------------------------------------------------------------------------
@@ -380,12 +407,14 @@ class AnswerKey:
         return [e.ref for e in self.outputs]
 
 
-def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool) -> AnswerKey:
+def answer_key(f: Front, spec: OpSpec, cls: str, rng, exact: bool, mlx: bool = False) -> AnswerKey:
+    """A draw of class `cls` and its answer key; with `mlx`, the bounds allow for MLX's functions
+    in the regions MLX computes (bounds.propagate's `mlx`: the jit's gate)."""
     xs = draw(spec, cls, rng, f.traced)
     # the answer key first: where it can't be computed (an index input out of range at these shapes)
     # the program can't be judged either, and MLX's gathers would read out of bounds
     refs = interp.evaluate(f.traced, xs, "float64")
-    _, errs = propagate(f.canonical, xs)
+    _, errs = propagate(f.canonical, xs, mlx=mlx)
     outputs = [expected(r, errs[o]) for r, o in zip(refs, f.canonical.outputs)]
     native = interp.evaluate(f.canonical, xs, "native") if exact else None
     return AnswerKey(xs, outputs, is_degenerate([e.ref for e in outputs], [e.bound for e in outputs]), native)
@@ -408,11 +437,16 @@ def run_placement(inputs: Sequence[np.ndarray], n: int) -> Placement:
     return Placement(tuple(int(o) for o in rng.integers(0, 16, size=16) * 4), threads)
 
 
+# A check's last run: every buffer ends where address space without access begins (Placement.flush),
+# so a read past an input's end faults; the other runs' ends lie up to 63 bytes before it.
+FLUSH = Placement(flush=True)
+
+
 def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: int = 2,
                 key: AnswerKey | None = None, outputs: Sequence[int] | None = None,
                 memo: dict | None = None) -> dict:
-    """One draw of class `cls` (or the draw `key` holds): `runs` guarded runs that must agree bit for
-    bit, then the first run's outputs (those at the positions `outputs`, or all) against the float64
+    """One draw of class `cls` (or the draw `key` holds): `runs` guarded runs and one with every
+    buffer flush with its guard (FLUSH), which must agree bit for bit, then the first run's outputs (those at the positions `outputs`, or all) against the float64
     answer key (and, for exact ops, the step-by-step one). `memo` is `Program.run_guarded`'s for
     this draw, where the caller checks other programs over the same graph on it too."""
     key = key or answer_key(f, spec, cls, rng, exact)
@@ -420,14 +454,14 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
     outputs = range(len(f.canonical.outputs)) if outputs is None else outputs
     memo = {} if memo is None else memo
     kinds = [f.canonical.nodes[f.canonical.outputs[j]].dtype for j in outputs]
+    places = [run_placement(xs, n) for n in range(1, max(runs, 2))] + [FLUSH]
     try:
         got = prog.run_guarded(xs, outputs, memo)
-        for n in range(1, max(runs, 2)):
-            where = run_placement(xs, n)
+        for n, where in enumerate(places, 2):
             problem = _differs(got, prog.run_guarded(xs, outputs, memo, where), kinds)
             if problem:
-                return {"class": cls, "passed": False, "reason": f"run {n + 1} of {runs} (buffers {list(where.offsets[:8])}"
-                        f" bytes past a 64-byte boundary, {where.threads} thread{'s' * (where.threads > 1)}): {problem}"}
+                return {"class": cls, "passed": False,
+                        "reason": f"run {n} of {len(places) + 1} ({where.describe()}): {problem}"}
     except IntegrityError as e:
         return {"class": cls, "passed": False, "reason": str(e)}
     got_values = [as_float(g, f.canonical.nodes[f.canonical.outputs[j]].dtype) for g, j in zip(got, outputs)]
@@ -633,14 +667,15 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
     kernels: dict[str, KernelIR] = {}
     shape_sets = [{i.name: i.shape for i in spec.inputs}] + alt_shapes(spec, settings.shapes)
     # the small shapes first: most wrong kernels fail there in milliseconds; the spec's scale last
-    order = [(n, shape_sets[n], classes_for(spec)) for n in range(1, len(shape_sets))]
+    order = [(n, shape_sets[n], CLASSES) for n in range(1, len(shape_sets))]
     big = scale_shapes(spec)
     if big:
-        order.append((len(shape_sets), big, call_classes(spec, SCALE_CLASSES)))
-    order.append((0, shape_sets[0], call_classes(spec)))
+        order.append((len(shape_sets), big, SCALE_CLASSES))
+    order.append((0, shape_sets[0], CALL_CLASSES))
     report, useful = [], 0
-    for n, shapes, classes in order:
+    for n, shapes, wanted in order:
         s = spec.with_shapes(shapes)
+        classes = call_classes(s, wanted)
         label = {k: list(v) for k, v in shapes.items()}
         try:
             f = front(s)
@@ -703,7 +738,7 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
             exact = all(nd.op in EXACT for nd in f.canonical.nodes)
             for d in range(settings.hidden_draws):
                 rng = np.random.default_rng([hidden_seed, n, d])
-                cls = classes_for(spec)[int(rng.integers(len(classes_for(spec))))]  # withheld too
+                cls = classes_for(s)[int(rng.integers(len(classes_for(s))))]  # withheld too
                 try:
                     result = check_shape(f, prog, s, cls, rng, exact)
                 except (IndexError, ValueError):

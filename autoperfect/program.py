@@ -196,12 +196,24 @@ class Placement:
     (its inputs, then its outputs) starts offsets[i % len(offsets)] bytes past a 64-byte boundary,
     rounded down to a multiple of its element size (an MLX array, a slice's too, starts at any
     multiple of its element size, and a kernel's inputs and outputs lie independently); `threads`
-    sets OpenMP's team for the call (None: as the process has it)."""
+    sets OpenMP's team for the call (None: as the process has it). With `flush`, every buffer
+    instead ends right where the guard's address space without access begins, starting wherever
+    that puts it (a multiple of its element size past a 64-byte boundary): a kernel reading even
+    one element past an input's end (a vector load over a row's tail) faults, where an end up to 63
+    bytes before the guard let such a read through (and, on a user's buffer that ends a page before
+    an unmapped one, it faults: a large malloc'd block of a page's multiple, less its header, does)."""
     offsets: tuple[int, ...] = (0,)
     threads: int | None = None
+    flush: bool = False
 
-    def offset(self, i: int, itemsize: int) -> int:
-        return self.offsets[i % len(self.offsets)] // itemsize * itemsize
+    def start(self, i: int, itemsize: int) -> int | None:
+        """Buffer i's offset past a 64-byte boundary (None: flush with the guard)."""
+        return None if self.flush else self.offsets[i % len(self.offsets)] // itemsize * itemsize
+
+    def describe(self) -> str:
+        where = ("every buffer ending at the guard" if self.flush else
+                 f"buffers {list(self.offsets[:8])} bytes past a 64-byte boundary")
+        return where + (f", {self.threads} thread{'s' * (self.threads > 1)}" if self.threads else "")
 
 
 GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a guarded kernel sees
@@ -210,15 +222,17 @@ GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a 
 GUARDED = True
 
 
-def placed(shape: Sequence[int], dtype, offset: int, guard: bool = False) -> np.ndarray:
+def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False) -> np.ndarray:
     """An array whose data starts `offset` bytes past a 64-byte boundary. With `guard`, its data
-    (zeros) ends less than 64 bytes before GUARD bytes of address space mapped without access, so
-    a kernel reading or writing past its end faults there (a crash is a verdict) rather than
-    touching whatever memory lies beyond, as the fence alone let a store 200 elements past an
-    output's end through; without, it is uninitialized."""
+    (zeros) ends less than 64 bytes before GUARD bytes of address space mapped without access (with
+    `offset` None, right at them), so a kernel reading or writing past its end faults there (a
+    crash is a verdict) rather than touching whatever memory lies beyond, as the fence alone let a
+    store 200 elements past an output's end through; without, it is uninitialized (and starts on
+    the boundary where `offset` is None)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     fenced = _guarded(nbytes, offset) if guard else None
+    offset = offset or 0
     if fenced is not None:
         return fenced.view(dtype).reshape(shape)
     raw = np.empty(nbytes + 64 + offset, np.uint8)
@@ -226,7 +240,7 @@ def placed(shape: Sequence[int], dtype, offset: int, guard: bool = False) -> np.
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-def _guarded(nbytes: int, offset: int) -> np.ndarray | None:
+def _guarded(nbytes: int, offset: int | None) -> np.ndarray | None:
     libc = _libc()
     if libc is None:
         return None
@@ -235,7 +249,8 @@ def _guarded(nbytes: int, offset: int) -> np.ndarray | None:
     base = ctypes.addressof(ctypes.c_char.from_buffer(region))
     if libc.mprotect(ctypes.c_void_p(base + usable), ctypes.c_size_t(GUARD), 0) != 0:
         return None
-    end = usable - (-nbytes - offset) % 64  # start = end - nbytes lies `offset` past a 64-byte boundary
+    # start = end - nbytes lies `offset` past a 64-byte boundary, or the end meets the guard
+    end = usable if offset is None else usable - (-nbytes - offset) % 64
     return np.frombuffer(region, np.uint8, count=nbytes, offset=end - nbytes)
 
 
@@ -285,7 +300,7 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
     ins = []
     for i, x in enumerate(inputs):
         dtype = np.asarray(x).dtype
-        ins.append(placed(np.shape(x), dtype, where.offset(i, dtype.itemsize), guard=GUARDED))
+        ins.append(placed(np.shape(x), dtype, where.start(i, dtype.itemsize), guard=GUARDED))
         np.copyto(ins[-1], x)
     before = [np.ascontiguousarray(x) for x in inputs]  # the caller's arrays, which the kernel never sees
     fenced, views = [], []
@@ -294,7 +309,7 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
         utype, poison = POISON[arg.dtype]
         _, fence = FENCE[arg.dtype]
         # the fence's 64 elements keep the body's alignment
-        buf = placed((n + 2 * CANARY,), utype, where.offset(len(ins) + j, np.dtype(utype).itemsize),
+        buf = placed((n + 2 * CANARY,), utype, where.start(len(ins) + j, np.dtype(utype).itemsize),
                      guard=GUARDED)
         buf[:CANARY] = buf[CANARY + n:] = fence
         buf[CANARY:CANARY + n] = poison
