@@ -355,6 +355,24 @@ def test_validate_records_each_bad_candidate_and_verifies_the_good_one(build_dir
         assert words in reasons[variant], (variant, reasons[variant])
 
 
+def test_a_guarded_region_is_lent_again_once_its_array_is_gone_and_cleared_outside_the_new_data():
+    """The guarded runs keep their regions for the next buffer of the same size (a fresh one's
+    page faults cost most of the gate's runs at 4096x1024): never one whose array (or a view of it)
+    is alive, and with nothing another run left beside the data."""
+    a = program.placed((1000,), np.float32, 8, guard=True)
+    region = a.base.base.obj  # the mmap: its usable bytes, then the guard
+    whole = np.frombuffer(region, np.uint8, count=len(region) - program.GUARD)
+    whole[:] = 0xAB  # what a kernel might leave before and after its buffer
+    alive = program.placed((1000,), np.float32, 8, guard=True)
+    assert alive.base.base.obj is not region
+    del a
+    again = program.placed((1000,), np.float32, None, guard=True)
+    assert again.base.base.obj is region
+    start = again.ctypes.data - whole.ctypes.data
+    assert start + again.nbytes == len(whole)  # flush with the guard
+    assert not whole[:start].any() and (whole[start:] == 0xAB).all()  # the data is the caller's to fill
+
+
 def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_result(build_dir):
     """A check's later runs place every buffer elsewhere (judge.run_placement) and must
     give the same bits, but for NaN: IEEE 754 does not interpret a NaN's sign, and a compiler may
