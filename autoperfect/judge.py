@@ -446,8 +446,8 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
                 key: AnswerKey | None = None, outputs: Sequence[int] | None = None,
                 memo: dict | None = None) -> dict:
     """One draw of class `cls` (or the draw `key` holds): `runs` guarded runs and one with every
-    buffer flush with its guard (FLUSH), which must agree bit for bit, then the first run's outputs (those at the positions `outputs`, or all) against the float64
-    answer key (and, for exact ops, the step-by-step one). `memo` is `Program.run_guarded`'s for
+    buffer flush with its guard (FLUSH), which must agree bit for bit, then the first run's outputs
+    (those at the positions `outputs`, or all) against the float64 answer key (and, for exact ops, the step-by-step one). `memo` is `Program.run_guarded`'s for
     this draw, where the caller checks other programs over the same graph on it too."""
     key = key or answer_key(f, spec, cls, rng, exact)
     xs = key.inputs
