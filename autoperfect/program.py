@@ -219,6 +219,11 @@ class Placement:
 
 
 GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a guarded kernel sees
+# The byte every guarded region holds beside its buffer (before its start, and between its end and
+# the guard): all ones read as NaN in every float type (and -1 in an integer), so a kernel reading
+# an element before an input's start or past its end computes with NaN, where zeros there (a fresh
+# mapping's) let a prefix sum reading x[-1] at the first element come out right.
+SLACK = 0xFF
 # Whether guarded_call puts that guard after its buffers: the judge's children do, where a fault is a
 # verdict; a test that runs planted bugs in its own process turns it off, since a fault there ends it.
 GUARDED = True
@@ -226,8 +231,8 @@ GUARDED = True
 
 def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False) -> np.ndarray:
     """An array whose data starts `offset` bytes past a 64-byte boundary. With `guard`, its data
-    (the caller's to fill: a region lent before may hold what it last held, `_Regions`) ends less
-    than 64 bytes before GUARD bytes of address space mapped without access (with
+    (the caller's to fill: a region lent before may hold what it last held, `_Regions`; SLACK
+    bytes lie beside it) ends less than 64 bytes before GUARD bytes of address space mapped without access (with
     `offset` None, right at them), so a kernel reading or writing past its end faults there (a
     crash is a verdict) rather than touching whatever memory lies beyond, as the fence alone let a
     store 200 elements past an output's end through; without, it is uninitialized (and starts on
@@ -251,7 +256,7 @@ def _guarded(nbytes: int, offset: int | None) -> np.ndarray | None:
     # start = end - nbytes lies `offset` past a 64-byte boundary, or the end meets the guard
     end = usable if offset is None else usable - (-nbytes - offset) % 64
     whole = np.frombuffer(region, np.uint8, count=usable)
-    whole[:end - nbytes] = whole[end:] = 0  # what a region lent before held there (its data is the caller's)
+    whole[:end - nbytes] = whole[end:] = SLACK  # beside the data (the caller's to fill)
     data = np.frombuffer(region, np.uint8, count=nbytes, offset=end - nbytes)
     _REGIONS.lend(usable, region, data)
     return data
@@ -263,7 +268,7 @@ class _Regions:
     faults took 17 ms where copying into touched pages took 2 (the jit's gate runs the kernels of a
     4096x1024 call about 120 times, three buffers of 16 MB each). A region is lent again only once
     the array lent from it is gone (its views keep it alive), and everything outside the new data is
-    zeroed first, so no run sees what another left there."""
+    set to SLACK first, so no run sees what another left there."""
     POOL_BYTES = 1 << 28
 
     def __init__(self):

@@ -302,6 +302,9 @@ BAD = {  # statement at the start of a row -> what the verdict says
     "writes_input": ("((float *)bufs[0])[r] = 0.0f;", "wrote into its input x_0"),
     # past the fence, into the address space after the buffer that no one may touch
     "far_out_of_bounds": ("if (r == 0) out[R + 300] = 0.0f;", "crashed with SIGSEGV"),
+    # a read of the element before its input's start (a prefix sum's x[i - 1] at i = 0, unguarded),
+    # which zeros there left right: the bytes beside every buffer read as NaN (program.SLACK)
+    "reads_before_input": ("if (r == 0) { out[r] = x[-1] + sum_of(x, N); continue; }", "inputs 'normal'"),
     # a read of the element after its input's end, where rows are odd (a loop over pairs whose
     # last pair runs over; zeros there change nothing): the last run ends every buffer at that
     # address space (judge.FLUSH), where the others' ends leave up to 63 bytes (the alternate
@@ -355,10 +358,11 @@ def test_validate_records_each_bad_candidate_and_verifies_the_good_one(build_dir
         assert words in reasons[variant], (variant, reasons[variant])
 
 
-def test_a_guarded_region_is_lent_again_once_its_array_is_gone_and_cleared_outside_the_new_data():
+def test_a_guarded_region_is_lent_again_once_its_array_is_gone_and_cleared_outside_the_new_data(monkeypatch):
     """The guarded runs keep their regions for the next buffer of the same size (a fresh one's
     page faults cost most of the gate's runs at 4096x1024): never one whose array (or a view of it)
     is alive, and with nothing another run left beside the data."""
+    monkeypatch.setattr(program, "_REGIONS", program._Regions())  # none kept from other tests
     a = program.placed((1000,), np.float32, 8, guard=True)
     region = a.base.base.obj  # the mmap: its usable bytes, then the guard
     whole = np.frombuffer(region, np.uint8, count=len(region) - program.GUARD)
@@ -370,7 +374,7 @@ def test_a_guarded_region_is_lent_again_once_its_array_is_gone_and_cleared_outsi
     assert again.base.base.obj is region
     start = again.ctypes.data - whole.ctypes.data
     assert start + again.nbytes == len(whole)  # flush with the guard
-    assert not whole[:start].any() and (whole[start:] == 0xAB).all()  # the data is the caller's to fill
+    assert (whole[:start] == program.SLACK).all() and (whole[start:] == 0xAB).all()  # the data is the caller's
 
 
 def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_result(build_dir):
