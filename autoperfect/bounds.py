@@ -198,10 +198,10 @@ def propagate(graph: Graph, inputs, keep: bool = False,
             else:
                 u = dtypes.EPS[n.dtype]
                 e = _elementwise(n, args, ea, v, u) + DENORM_MIN[n.dtype]
-                if mlx and n.op in ULP_BOUND:
-                    e = e + _mlx_allowance(n.op, args[0], v, u)
                 if n.op in ULP_BOUND:  # an approximated function may flush a subnormal result to zero
                     e = e + np.where(np.abs(v) < TINY[n.dtype], np.abs(v), 0.0)
+                    if mlx:
+                        e = e + _mlx_allowance(n.op, args[0], v, u)
             flag = None  # the elements whose bound is unsure (None: none, the common case)
             for s in n.srcs:
                 if unsure[s] is not None:

@@ -149,6 +149,7 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
     indices = any(i.dtype in ("int32", "uint32") for i in spec.inputs)
     limits = index_limits(graph if graph is not None else front(spec).traced) if indices else {}
     base, turn = class_turn(cls)
+    turns = structured_turns(spec) if base == "structured" else 1
     out = []
     for inp in spec.inputs:
         shape = inp.shape
@@ -182,7 +183,7 @@ def draw(spec: OpSpec, cls: str, rng: np.random.Generator, graph: Graph | None =
             elif cls == "offset":
                 x = x + row_offsets(shape, OFFSET[inp.dtype], rng)
             elif base == "structured":
-                x = structured_rows(x, rng, turn, structured_turns(spec))
+                x = structured_rows(x, rng, turn, turns)
             elif cls == "ramp":
                 x = np.linspace(-RAMP[inp.dtype], RAMP[inp.dtype], x.size)  # moved by part of a step:
                 x = (x + rng.uniform(0.0, 2 * RAMP[inp.dtype] / max(x.size - 1, 1))).reshape(shape)  # no sum of 0
@@ -738,7 +739,8 @@ def judge_candidates(spec: OpSpec, backend: str, libraries: dict[str, str], sett
             exact = all(nd.op in EXACT for nd in f.canonical.nodes)
             for d in range(settings.hidden_draws):
                 rng = np.random.default_rng([hidden_seed, n, d])
-                cls = classes_for(s)[int(rng.integers(len(classes_for(s))))]  # withheld too
+                drawn = classes_for(s)
+                cls = drawn[int(rng.integers(len(drawn)))]  # withheld too
                 try:
                     result = check_shape(f, prog, s, cls, rng, exact)
                 except (IndexError, ValueError):

@@ -232,11 +232,11 @@ GUARDED = True
 def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False) -> np.ndarray:
     """An array whose data starts `offset` bytes past a 64-byte boundary. With `guard`, its data
     (the caller's to fill: a region lent before may hold what it last held, `_Regions`; SLACK
-    bytes lie beside it) ends less than 64 bytes before GUARD bytes of address space mapped without access (with
-    `offset` None, right at them), so a kernel reading or writing past its end faults there (a
-    crash is a verdict) rather than touching whatever memory lies beyond, as the fence alone let a
-    store 200 elements past an output's end through; without, it is uninitialized (and starts on
-    the boundary where `offset` is None)."""
+    bytes lie beside it) ends less than 64 bytes before GUARD bytes of address space mapped
+    without access (with `offset` None, right at them), so a kernel reading or writing past its
+    end faults there (a crash is a verdict) rather than touching whatever memory lies beyond, as
+    the fence alone let a store 200 elements past an output's end through; without, it is
+    uninitialized (and starts on the boundary where `offset` is None)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     fenced = _guarded(nbytes, offset) if guard else None
@@ -250,24 +250,18 @@ def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False)
 
 def _guarded(nbytes: int, offset: int | None) -> np.ndarray | None:
     usable = -(-(nbytes + 128) // mmap.PAGESIZE) * mmap.PAGESIZE
-    region = _REGIONS.take(usable)
-    if region is None:
-        return None
     # start = end - nbytes lies `offset` past a 64-byte boundary, or the end meets the guard
     end = usable if offset is None else usable - (-nbytes - offset) % 64
-    whole = np.frombuffer(region, np.uint8, count=usable)
-    whole[:end - nbytes] = whole[end:] = SLACK  # beside the data (the caller's to fill)
-    data = np.frombuffer(region, np.uint8, count=nbytes, offset=end - nbytes)
-    _REGIONS.lend(usable, region, data)
-    return data
+    return _REGIONS.lend(usable, end - nbytes, nbytes)
 
 
 class _Regions:
     """Guarded regions (`usable` bytes, then GUARD without access) kept for the next buffer of the
-    same size, up to POOL_BYTES: a fresh region's first touch page-faults, and on these VMs 16 MB of
-    faults took 17 ms where copying into touched pages took 2 (the jit's gate runs the kernels of a
-    4096x1024 call about 120 times, three buffers of 16 MB each). A region is lent again only once
-    the array lent from it is gone (its views keep it alive), and everything outside the new data is
+    same size, up to POOL_BYTES: a fresh region's first touch page-faults, and on these VMs a 16 MB
+    buffer filled took 22 ms in a fresh region and 2 in a kept one
+    (docs/experiments/2026-12-07l-cpu/region_faults.py), where the jit's gate runs the kernels of a
+    4096x1024 call about 120 times, three buffers of 16 MB each. A region is lent again only once
+    the array lent from it is gone (its views keep it alive), and everything beside the new data is
     set to SLACK first, so no run sees what another left there."""
     POOL_BYTES = 1 << 28
 
@@ -275,7 +269,22 @@ class _Regions:
         self.kept: list[tuple[int, mmap.mmap, weakref.ref]] = []
         self.lock = threading.Lock()
 
-    def take(self, usable: int) -> mmap.mmap | None:
+    def lend(self, usable: int, start: int, nbytes: int) -> np.ndarray | None:
+        """`nbytes` at `start` of a region of `usable` bytes (its data the caller's to fill), or None
+        where no region can be guarded."""
+        region = self._take(usable)
+        if region is None:
+            return None
+        whole = np.frombuffer(region, np.uint8, count=usable)
+        whole[:start] = whole[start + nbytes:] = SLACK
+        data = np.frombuffer(region, np.uint8, count=nbytes, offset=start)
+        with self.lock:
+            self.kept.append((usable, region, weakref.ref(data)))
+            while sum(size for size, _, _ in self.kept) > self.POOL_BYTES:
+                self.kept.pop(0)  # the oldest: a region still lent stays its array's until it goes
+        return data
+
+    def _take(self, usable: int) -> mmap.mmap | None:
         with self.lock:
             for i, (size, region, lent) in enumerate(self.kept):
                 if size == usable and lent() is None:
@@ -287,12 +296,6 @@ class _Regions:
         region = mmap.mmap(-1, usable + GUARD)
         base = ctypes.addressof(ctypes.c_char.from_buffer(region))
         return region if libc.mprotect(ctypes.c_void_p(base + usable), ctypes.c_size_t(GUARD), 0) == 0 else None
-
-    def lend(self, usable: int, region: mmap.mmap, data: np.ndarray) -> None:
-        with self.lock:
-            self.kept.append((usable, region, weakref.ref(data)))
-            while sum(size for size, _, _ in self.kept) > self.POOL_BYTES:
-                self.kept.pop(0)  # the oldest: a region still lent stays its array's until it goes
 
 
 _REGIONS = _Regions()

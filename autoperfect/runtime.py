@@ -152,7 +152,7 @@ def answer_keys(request: dict, draws: dict[str, list[Draws]]) -> dict[tuple, Fut
                      for d in have[-1:]})
     pool = ThreadPoolExecutor(max_workers=_key_workers([d for d, _, _ in jobs.values()]))
     # every region but the gated kernel's is MLX's: its bounds allow for MLX's functions (bounds.MLX_ULPS_PER_X)
-    keys = {name: pool.submit(judge.answer_key, d.f, d.spec, cls, np.random.default_rng(seed), d.exact, True)
+    keys = {name: pool.submit(judge.answer_key, d.f, d.spec, cls, np.random.default_rng(seed), d.exact, mlx=True)
             for name, (d, cls, seed) in jobs.items()}
     pool.shutdown(wait=False)
     return keys
