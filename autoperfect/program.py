@@ -2,7 +2,8 @@
 
 `Program.__call__` is the user's path (MLX arrays in and out, no copies). `Program.run_guarded` is
 the judge's path: numpy buffers, every kernel output pre-filled with a poison pattern and fenced by
-canaries, inputs checked for writes, so unwritten and out-of-bounds elements are caught.
+canaries, inputs checked for writes, every buffer between guards of address space without
+access, so unwritten and out-of-bounds elements are caught.
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ class Placement:
     multiple of its element size, and a kernel's inputs and outputs lie independently); `threads`
     sets OpenMP's team for the call (None: as the process has it). With `flush`, every buffer
     instead ends right where the guard's address space without access begins, starting wherever
-    that puts it (a multiple of its element size past a 64-byte boundary): a kernel reading even
+    that puts it (a multiple of its element size past a 64-byte boundary; a buffer of whole pages
+    right after the guard before it): a kernel reading even
     one element past an input's end (a vector load over a row's tail) faults, where an end up to 63
     bytes before the guard let such a read through (and, on a user's buffer that ends a page before
     an unmapped one, it faults: a large malloc'd block of a page's multiple, less its header, does)."""
@@ -218,11 +220,12 @@ class Placement:
         return where + (f", {self.threads} thread{'s' * (self.threads > 1)}" if self.threads else "")
 
 
-GUARD = 1 << 20  # bytes of address space no one may touch after every buffer a guarded kernel sees
+GUARD = 1 << 20  # bytes of address space no one may touch before and after every guarded region
 # The byte every guarded region holds beside its buffer (before its start, and between its end and
 # the guard): all ones read as NaN in every float type (and -1 in an integer), so a kernel reading
 # an element before an input's start or past its end computes with NaN, where zeros there (a fresh
-# mapping's) let a prefix sum reading x[-1] at the first element come out right.
+# mapping's) let a prefix sum reading x[-1] at the first element come out right; and a byte there
+# that is not SLACK after a run is a write out of bounds (`written_beside`).
 SLACK = 0xFF
 # Whether guarded_call puts that guard after its buffers: the judge's children do, where a fault is a
 # verdict; a test that runs planted bugs in its own process turns it off, since a fault there ends it.
@@ -231,11 +234,13 @@ GUARDED = True
 
 def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False) -> np.ndarray:
     """An array whose data starts `offset` bytes past a 64-byte boundary. With `guard`, its data
-    (the caller's to fill: a region lent before may hold what it last held, `_Regions`; SLACK
-    bytes lie beside it) ends less than 64 bytes before GUARD bytes of address space mapped
-    without access (with `offset` None, right at them), so a kernel reading or writing past its
-    end faults there (a crash is a verdict) rather than touching whatever memory lies beyond, as
-    the fence alone let a store 200 elements past an output's end through; without, it is
+    (the caller's to fill: a region lent before may hold what it last held, `_Regions`) lies in a
+    region of whole pages between two GUARDs of address space mapped without access, SLACK bytes
+    beside it, and ends less than 64 bytes before the second (with `offset` None, right at it, and
+    the region just large enough: a buffer of whole pages then starts right after the first), so a
+    kernel reading or writing far from its buffer faults (a crash is a verdict) rather than
+    touching whatever memory lies there, as the fence alone let a store 200 elements past an
+    output's end through, and a write nearer is found by `written_beside`; without, it is
     uninitialized (and starts on the boundary where `offset` is None)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -249,14 +254,35 @@ def placed(shape: Sequence[int], dtype, offset: int | None, guard: bool = False)
 
 
 def _guarded(nbytes: int, offset: int | None) -> np.ndarray | None:
-    usable = -(-(nbytes + 128) // mmap.PAGESIZE) * mmap.PAGESIZE
-    # start = end - nbytes lies `offset` past a 64-byte boundary, or the end meets the guard
-    end = usable if offset is None else usable - (-nbytes - offset) % 64
+    page = mmap.PAGESIZE
+    if offset is None:  # the end meets the guard after, the start as near the one before as pages let it
+        usable = max(-(-nbytes // page), 1) * page
+        return _REGIONS.lend(usable, usable - nbytes, nbytes)
+    usable = -(-(nbytes + 128) // page) * page
+    end = usable - (-nbytes - offset) % 64  # start = end - nbytes lies `offset` past a 64-byte boundary
     return _REGIONS.lend(usable, end - nbytes, nbytes)
 
 
+def written_beside(a: np.ndarray) -> tuple[str, int] | None:
+    """Where a guarded array's region was written outside it: ("before" or "after", how many bytes
+    from its data the nearest byte no longer SLACK lies), or None (none was, or `a` is not guarded)."""
+    base = a
+    while not isinstance(base, mmap.mmap):
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+        if base is None:
+            return None
+    whole = np.frombuffer(base, np.uint8, count=len(base) - 2 * GUARD, offset=GUARD)
+    start = a.ctypes.data - whole.ctypes.data
+    before, after = whole[:start], whole[start + a.nbytes:]
+    if (before != SLACK).any():
+        return "before", int(np.argmax(before[::-1] != SLACK)) + 1
+    if (after != SLACK).any():
+        return "after", int(np.argmax(after != SLACK)) + 1
+    return None
+
+
 class _Regions:
-    """Guarded regions (`usable` bytes, then GUARD without access) kept for the next buffer of the
+    """Guarded regions (GUARD without access, `usable` bytes, GUARD again) kept for the next buffer of the
     same size, up to POOL_BYTES: a fresh region's first touch page-faults, and on these VMs a 16 MB
     buffer filled took 22 ms in a fresh region and 2 in a kept one
     (docs/experiments/2026-12-07l-cpu/region_faults.py), where the jit's gate runs the kernels of a
@@ -275,9 +301,9 @@ class _Regions:
         region = self._take(usable)
         if region is None:
             return None
-        whole = np.frombuffer(region, np.uint8, count=usable)
+        whole = np.frombuffer(region, np.uint8, count=usable, offset=GUARD)
         whole[:start] = whole[start + nbytes:] = SLACK
-        data = np.frombuffer(region, np.uint8, count=nbytes, offset=start)
+        data = np.frombuffer(region, np.uint8, count=nbytes, offset=GUARD + start)
         with self.lock:
             self.kept.append((usable, region, weakref.ref(data)))
             while sum(size for size, _, _ in self.kept) > self.POOL_BYTES:
@@ -293,9 +319,10 @@ class _Regions:
         libc = _libc()
         if libc is None:
             return None
-        region = mmap.mmap(-1, usable + GUARD)
+        region = mmap.mmap(-1, usable + 2 * GUARD)
         base = ctypes.addressof(ctypes.c_char.from_buffer(region))
-        return region if libc.mprotect(ctypes.c_void_p(base + usable), ctypes.c_size_t(GUARD), 0) == 0 else None
+        shut = [libc.mprotect(ctypes.c_void_p(at), ctypes.c_size_t(GUARD), 0) for at in (base, base + GUARD + usable)]
+        return region if shut == [0, 0] else None
 
 
 _REGIONS = _Regions()
@@ -340,8 +367,9 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
                  offset: int | Placement = 0) -> list[np.ndarray]:
     """Run `kernel` on copies of `inputs` with poisoned, fenced outputs; check what it touched.
     Every buffer the kernel sees starts where `offset` says, bytes past a 64-byte boundary (one
-    offset for all, or a Placement: each its own, and the run's threads), and is followed by
-    address space no one may touch (`placed`'s guard)."""
+    offset for all, or a Placement: each its own, and the run's threads), between stretches of
+    address space no one may touch (`placed`'s guards), and what lies beside it must be as it was
+    after the run (`written_beside`)."""
     launch = launch or k.launch
     where = offset if isinstance(offset, Placement) else Placement((offset,))
     ins = []
@@ -383,6 +411,15 @@ def guarded_call(kernel, k: KernelIR, inputs: Sequence[np.ndarray], launch: Laun
             idx = np.unravel_index(flat, shape) if shape else ()
             raise IntegrityError(f"kernel {k.name} left output {arg.name} element {list(map(int, idx))} "
                                  f"unwritten (shape {list(shape)}, {int(np.sum(body == poison))} elements)")
+    # beside every buffer (beyond an output's fence), its region's SLACK: a write farther faults
+    for kind, args, shapes, bufs, fence in (("input", k.inputs, [np.shape(x) for x in ins], ins, 0),
+                                           ("output", k.outputs, launch.out_shapes, fenced, CANARY)):
+        for arg, shape, buf in zip(args, shapes, bufs):
+            where = written_beside(buf)
+            if where:
+                side, nbytes = where
+                raise IntegrityError(f"kernel {k.name} wrote out of bounds {side} {kind} {arg.name} "
+                                     f"(shape {list(shape)}, {fence + -(-nbytes // buf.itemsize)} elements away)")
     return views  # views of the fenced buffers, which they keep alive
 
 

@@ -4,6 +4,7 @@ rejected with a reason; approximated functions are measured in ULPs against thei
 
 from __future__ import annotations
 
+import ctypes
 import json
 from pathlib import Path
 
@@ -302,6 +303,13 @@ BAD = {  # statement at the start of a row -> what the verdict says
     "writes_input": ("((float *)bufs[0])[r] = 0.0f;", "wrote into its input x_0"),
     # past the fence, into the address space after the buffer that no one may touch
     "far_out_of_bounds": ("if (r == 0) out[R + 300] = 0.0f;", "crashed with SIGSEGV"),
+    # before the fence, and before an input's start: into the bytes beside the buffer, which
+    # passed (a write into the heap beside a user's array) until they were checked
+    # (program.written_beside); and a read far before an input, its value unused, which passed
+    # until address space without access lay before every buffer too
+    "far_before_output": ("if (r == 0) out[-300] = 0.0f;", "wrote out of bounds before output out0"),
+    "before_input": ("if (r == 0) ((float *)bufs[0])[-3] = 0.0f;", "wrote out of bounds before input x_0"),
+    "reads_far_before_input": ("if (r == 0 && x[-2000] == 1e30f) { out[r] = 0.0f; continue; }", "crashed with SIGSEGV"),
     # a read of the element before its input's start (a prefix sum's x[i - 1] at i = 0, unguarded),
     # which zeros there left right: the bytes beside every buffer read as NaN (program.SLACK)
     "reads_before_input": ("if (r == 0) { out[r] = x[-1] + sum_of(x, N); continue; }", "inputs 'normal'"),
@@ -364,17 +372,32 @@ def test_a_guarded_region_is_lent_again_once_its_array_is_gone_and_cleared_outsi
     is alive, and with nothing another run left beside the data."""
     monkeypatch.setattr(program, "_REGIONS", program._Regions())  # none kept from other tests
     a = program.placed((1000,), np.float32, 8, guard=True)
-    region = a.base.base.obj  # the mmap: its usable bytes, then the guard
-    whole = np.frombuffer(region, np.uint8, count=len(region) - program.GUARD)
+    region = a.base.base.obj  # the mmap: a guard, its usable bytes, a guard
+    whole = np.frombuffer(region, np.uint8, count=len(region) - 2 * program.GUARD, offset=program.GUARD)
     whole[:] = 0xAB  # what a kernel might leave before and after its buffer
     alive = program.placed((1000,), np.float32, 8, guard=True)
     assert alive.base.base.obj is not region
     del a
-    again = program.placed((1000,), np.float32, None, guard=True)
+    again = program.placed((1000,), np.float32, 0, guard=True)
     assert again.base.base.obj is region
     start = again.ctypes.data - whole.ctypes.data
-    assert start + again.nbytes == len(whole)  # flush with the guard
-    assert (whole[:start] == program.SLACK).all() and (whole[start:] == 0xAB).all()  # the data is the caller's
+    assert start % 64 == 0 and 0 <= len(whole) - (start + again.nbytes) < 64
+    assert (whole[:start] == program.SLACK).all() and (whole[start + again.nbytes:] == program.SLACK).all()
+    assert (whole[start:start + again.nbytes] == 0xAB).all()  # the data is the caller's
+    assert program.written_beside(again) is None
+    whole[start - 3] = 0
+    assert program.written_beside(again) == ("before", 3)
+
+
+def test_a_flush_buffer_of_whole_pages_meets_address_space_without_access_at_both_ends():
+    """The check's last run (judge.FLUSH) ends every buffer at the guard after it, in a region just
+    large enough, so a buffer of whole pages (a 4096x1024 float32's) also starts right after the
+    guard before it: a read of the element before it or after it faults (test_validate_records_...
+    plants both)."""
+    a = program.placed((2, 1024), np.float32, None, guard=True)
+    region = a.base.base.obj
+    assert a.ctypes.data - ctypes.addressof(ctypes.c_char.from_buffer(region)) == program.GUARD
+    assert len(region) == 2 * program.GUARD + a.nbytes
 
 
 def test_a_nan_of_another_sign_where_the_buffers_lie_elsewhere_is_the_same_result(build_dir):
