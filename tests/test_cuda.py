@@ -473,6 +473,37 @@ def test_gpu_kernels_pass_the_judge(name, cuda_ext, tmp_path):  # through our pr
     assert verdict["passed"], verdict["reason"]
 
 
+# planted in chain's elementwise kernel (vectors of W = 4 at the small shape, 4112 elements): the
+# last vector's thread reads the element after its input's end, the first the element before its
+# start, each used only where it is not 0 (a fresh pool's bytes); or a write after an input's end
+BESIDE_INPUT = {
+    "reads_after": ("O7.v[u] = v6;", "O7.v[u] = t == VECTORS - 1 && u == W - 1 && in0[b0 + j + W] != 0.0f ? "
+                                     "in0[b0 + j + W] : v6;", "got nan"),
+    "reads_before": ("O7.v[u] = v6;", "O7.v[u] = t == 0 && u == 0 && in0[b0 + j - 1] != 0.0f ? in0[b0 + j - 1] : v6;",
+                     "got nan"),
+    "writes_after": ("O7.v[u] = v6;", "O7.v[u] = v6; if (t == VECTORS - 1 && u == 0) ((float *)in1)[b1 + j + W] = 0.0f;",
+                     "wrote out of bounds after input b_1"),
+}
+
+
+@pytest.mark.skipif(not cuda.available(), reason=NO_GPU)
+@pytest.mark.parametrize("plant", list(BESIDE_INPUT))
+def test_the_gpu_judge_sees_what_a_kernel_reads_or_writes_beside_an_input(plant, cuda_ext, tmp_path):
+    """Every input the judge gives a GPU kernel lies inside an array of SLACK (cuda.BESIDE bytes
+    each side, NaN): what a kernel reads there comes out NaN, what it writes there is seen. Before,
+    the bytes beside an input were MLX's pool's, which a fresh process holds at 0."""
+    spec = small("chain")
+    (k,) = kernels(spec)
+    before, after, words = BESIDE_INPUT[plant]
+    source = cuda.render(k, cuda.schedules_for(k)[0])
+    assert source.count(before) == 2 and '"vector": 4' in source  # both branches (aligned or not)
+    planted = cuda.build(source.replace(before, after), tmp_path).library
+    f = front(spec)
+    prog = program(f, {k.name: cuda.Kernel(k, planted)})
+    verdict = judge.check_shape(f, prog, spec, "normal", np.random.default_rng(seed_for("beside", plant)), False)
+    assert not verdict["passed"] and words in verdict["reason"], verdict
+
+
 @pytest.mark.skipif(not cuda.available(), reason=NO_GPU)
 def test_gpu_kernel_is_a_lazy_mlx_call(tmp_path):
     spec = small("layernorm")
