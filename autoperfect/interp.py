@@ -30,6 +30,16 @@ def _sigmoid(x):
         return 1.0 / (1.0 + np.exp(-x))
 
 
+def _power(x, y):
+    """C's pow (and MLX's): numpy takes x**0.5 for sqrt(x), which gives NaN at -inf and -0 at -0,
+    where pow gives +inf and +0 (C99 F.9.4.4)."""
+    out = np.power(x, y)
+    half = np.asarray(y) == 0.5
+    if half.any():
+        out = np.where(half & (x == -np.inf), np.inf, np.where(half & (x == 0), 0.0, out)).astype(out.dtype)
+    return out
+
+
 UNARY: dict[Op, Callable] = {
     Op.NEG: np.negative, Op.ABS: np.abs, Op.SQUARE: np.square, Op.SQRT: np.sqrt,
     Op.RSQRT: lambda x: 1.0 / np.sqrt(x), Op.RECIPROCAL: lambda x: 1.0 / x, Op.EXP: np.exp,
@@ -38,7 +48,7 @@ UNARY: dict[Op, Callable] = {
     Op.CEIL: np.ceil, Op.SIGN: _sign, Op.NOT: np.logical_not, Op.ISNAN: np.isnan, Op.ISINF: np.isinf,
 }
 BINARY: dict[Op, Callable] = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide, Op.POW: np.power,
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide, Op.POW: _power,
     Op.MAX: np.maximum, Op.MIN: np.minimum, Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less,
     Op.LE: np.less_equal, Op.GT: np.greater, Op.GE: np.greater_equal, Op.AND: np.logical_and,
     Op.OR: np.logical_or,

@@ -473,6 +473,9 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
         if mismatch:
             return {"class": cls, "passed": False, "reason": mismatch.describe(e.ref.shape)}
         worst = max(worst, float(np.max(diff, initial=0.0, where=np.isfinite(diff))))
+    problem = unlicensed_nonfinite(f, key, outputs, got_values)
+    if problem:
+        return {"class": cls, "passed": False, "reason": problem}
     if exact:
         for j, g in zip(outputs, got_values):
             w = key.native[j]
@@ -483,6 +486,35 @@ def check_shape(f: Front, prog, spec: OpSpec, cls: str, rng, exact: bool, runs: 
     return {"class": cls, "passed": True, "judged": sum(key.outputs[j].judged for j in outputs),
             "not_judgeable": sum(key.outputs[j].unjudged for j in outputs),
             "degenerate": key.degenerate, "max_abs_error": worst}
+
+
+def unlicensed_nonfinite(f: Front, key: AnswerKey, outputs: Sequence[int], got: Sequence[np.ndarray]) -> str | None:
+    """Where a kernel gave NaN or an infinity at an element the bounds can't judge (its error
+    unbounded: the float64 reference finite, its bound infinite) and the graph evaluated in its own
+    dtypes, step by step, gives a finite number too: an error no bound can size is no licence for
+    what neither way of computing the graph reaches. A bfloat16 softmax whose row maximum was
+    rounded below the float32 values it was taken of gave exp(x - max) = inf, then NaN (a logsumexp
+    inf), on products whose exp argument the bounds can't size (tests/test_cpu_schedules.py,
+    ..._rows_maximum_is_kept_...). The step-by-step values are computed only where such a value is
+    seen."""
+    native = key.native
+    for j, g in zip(outputs, got):
+        e = key.outputs[j]
+        suspect = ~np.isfinite(g) & np.isfinite(e.ref) & np.isinf(e.bound)
+        if not suspect.any():
+            continue
+        if native is None:
+            native = interp.evaluate(f.canonical, key.inputs, "native")
+        w = np.broadcast_to(np.asarray(native[j], np.float64), g.shape)  # 16-bit types held in float32
+        bad = suspect & np.isfinite(w)
+        if bad.any():
+            flat = int(np.argmax(bad.reshape(-1)))
+            idx = [int(i) for i in np.unravel_index(flat, g.shape)] if g.shape else []
+            return (f"output {j} element {idx} of shape {list(g.shape)}: {g.reshape(-1)[flat]} where the float64 "
+                    f"reference is {e.ref.reshape(-1)[flat]:.9g} and the graph in its own dtypes, step by step, "
+                    f"{w.reshape(-1)[flat]:.9g} (an error the bounds can't size is no licence for a value neither "
+                    f"reaches); {int(bad.sum())} element(s)")
+    return None
 
 
 def _differs(first: list[np.ndarray], again: list[np.ndarray], kinds: Sequence[str]) -> str | None:

@@ -377,7 +377,8 @@ def transformable(run: Callable, fn: Callable, backward: Callable | None = None)
     ops, from the same inputs), and mx.jvp takes `fn`'s, while the forward value stays the kernels'
     (mx.custom_function, which passes the kernels' outputs through as they are); the kernels read
     their inputs through mx.stop_gradient, so forward mode never asks them for a derivative either.
-    mx.vmap runs the kernels once per example (native/common.h: FixedLaunch::vmap). The wrapping
+    mx.vmap runs the kernels once per example (native/common.h: FixedLaunch::vmap), as a function
+    transformable in turn, whose derivative is the vmapped `fn`'s. The wrapping
     costs a call about 3 us of host time, so a call runs it only where a transformation traces its
     arguments (`Jit._tracing`; docs/experiments/2026-12-06l-cpu/overhead.py)."""
     import mlx.core as mx
@@ -401,6 +402,15 @@ def transformable(run: Callable, fn: Callable, backward: Callable | None = None)
     def jvp(primals, tangents):
         out = mx.jvp(fn, listed(primals), listed(tangents))[1]
         return out[0] if len(out) == 1 else tuple(out)
+
+    @kernels.vmap
+    def vmap(inputs, axes):
+        # the batched call made transformable in turn: without this rule mx.vmap traced `kernels`'
+        # body, whose stop_gradient gave mx.grad of a vmapped call zeros for its derivative
+        axes = tuple(listed(axes))
+        batched = transformable(mx.vmap(run, in_axes=axes), mx.vmap(fn, in_axes=axes))
+        out = batched(*listed(inputs))
+        return out, type(out)([0] * len(out)) if isinstance(out, (list, tuple)) else 0
 
     return kernels
 
@@ -669,6 +679,10 @@ class Jit:
         self.fn, self.allow_compile, self.timeout_s, self.race = fn, allow_compile, timeout_s, race
         self.fused_vjp = fused_vjp
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]
+        if self.backend == "mlx":  # KernelIR as MLX ops: the benchmarks' kernelir_mlx baseline, no kernels
+            raise backends.BackendError("backend 'mlx' renders kernels as MLX ops for the benchmarks' kernelir_mlx "
+                                        f"baseline; autoperfect.jit dispatches kernels of 'auto', 'cpu' or "
+                                        f"{', '.join(repr(g) for g in backends.GPU)}")
         missing = backends.missing_device(self.backend) if self.backend in backends.GPU else ""
         if missing:  # its kernels could be built and judged nowhere here: every signature would run as MLX
             raise backends.BackendError(f"backend {self.backend!r} can't run kernels on this machine: {missing}")

@@ -12,10 +12,11 @@ import re
 import subprocess
 from dataclasses import replace
 
+import mlx.core as mx
 import numpy as np
 import pytest
 
-from autoperfect import backends, dtypes, judge, static
+from autoperfect import backends, dtypes, interp, judge, static
 from autoperfect.backends import cfamily, cpu
 from autoperfect.backends.cfamily import COMPENSATED_BLOCK, Schedule
 from autoperfect.backends.schedule import nan_carried
@@ -171,6 +172,47 @@ def test_a_sixteen_bit_softmax_stashes_its_exps_on_the_stack_alone(shape, dtype,
         verdict = judge_candidates(spec, "cpu", {k.name: library(k, schedule, tmp_path)}, Settings(),
                                    seed_for("sixteen-bit stash judge"))
         assert verdict["passed"], (schedule.name, verdict["reason"])
+
+
+@pytest.mark.parametrize("fn", ["mx.softmax(x * y, axis=-1)", "mx.logsumexp(x * y, axis=-1)"])
+def test_a_sixteen_bit_rows_maximum_is_kept_as_the_values_it_is_taken_of(fn, tmp_path, monkeypatch):
+    """An inexact 16-bit kernel keeps float32 between its ops (CRenderer.rounded), its row
+    statistics too: a maximum rounded to bfloat16 (7634944) below the float32 product it was taken
+    of (7650000) gave exp(x - max) = exp(15056) = inf and the softmax NaN, where MLX, rounding the
+    product first, gives 1 (a user's softmax of a product, found by a red team's trial of the jit)."""
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    shape = [2, 257]
+    k = kernel_of(spec_of("f", f"def f(x, y):\n    return {fn}\n", x={"shape": shape, "dtype": "bfloat16"},
+                          y={"shape": shape, "dtype": "bfloat16"}))
+    x, y = np.ones(shape, np.float32), np.ones(shape, np.float32)
+    x[:, 0], y[:, 0] = 255.0, 30000.0  # 7650000, which bfloat16 holds as 7634944
+    bf16 = [mx.array(v).astype(mx.bfloat16) for v in (x, y)]
+    want = np.array(eval(fn, {"mx": mx}, dict(zip("xy", bf16))).astype(mx.float32))  # MLX's own
+    for schedule in cpu.schedules_for(k):
+        out = np.zeros([n for n in k.launch.out_shapes[0]], np.uint16)
+        BE.Kernel(k, library(k, schedule, tmp_path), "ctypes").run_numpy(
+            [judge.storage(x, "bfloat16"), judge.storage(y, "bfloat16"), out], k.launch)
+        got = judge.as_float(out, "bfloat16").reshape(want.shape)
+        assert np.array_equal(got, want), (schedule.name, got.reshape(-1)[:4], want.reshape(-1)[:4])
+
+
+def test_a_power_of_one_half_keeps_pows_edges_in_every_variant_and_in_the_reference(tmp_path, monkeypatch):
+    """powf(x, 0.5f) in a vectorized loop became sqrtf(x) (GCC's vectorizer, under -fno-math-errno),
+    and numpy's power takes x**0.5 for sqrt(x) too: NaN at -inf, -0 at -0, where pow and MLX give +inf
+    and +0. Found by a red team's trial of the jit, which the reference's agreement with the kernel
+    let through."""
+    monkeypatch.setenv("AUTOPERFECT_CACHE", str(tmp_path))
+    spec = spec_of("f", "def f(x):\n    return mx.power(x, 0.5)\n", x={"shape": [64], "dtype": "float32"})
+    k = kernel_of(spec)
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, -1.0, np.inf, np.nan, 0.25] * 8, np.float32)  # exact roots
+    want = np.array(mx.power(mx.array(x), 0.5))
+    assert np.array_equal(np.signbit(want[:3]), [False, False, False]) and want[0] == np.inf
+    (ref,) = interp.evaluate(front(spec).canonical, [x])
+    assert np.array_equal(ref, want.astype(np.float64), equal_nan=True) and not np.signbit(ref[1])
+    for schedule in cpu.schedules_for(k):
+        out = np.zeros(64, np.float32)
+        BE.Kernel(k, library(k, schedule, tmp_path), "ctypes").run_numpy([x, out], k.launch)
+        assert np.array_equal(out.view(np.uint32), want.view(np.uint32)), (schedule.name, out[:8])
 
 
 def test_stashed_masked_softmax_passes_the_judge(tmp_path, monkeypatch):

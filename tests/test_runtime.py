@@ -185,6 +185,15 @@ def test_grad_jvp_and_vmap_go_through_the_kernels(tmp_path):
     middle = mx.swapaxes(xs, 0, 1)
     assert_close(mx.vmap(g, in_axes=1)(middle), mx.vmap(rows_and_sums, in_axes=1)(middle))
     assert f.last_trace.kernels and g.last_trace.kernels and not g.last_trace.eager
+    # mx.grad of a vmapped call (of a twice vmapped one too): its derivative was all zeros, MLX
+    # having traced the wrapping's body (under stop_gradient) where no vmap rule was given
+    batched = [mx.vmap(h, in_axes=(0, None)) for h in (f, swish_shift)]
+    got, want = (mx.grad(loss(h), argnums=(0, 1))(xs, b) for h in batched)
+    assert np.abs(np.array(got[0])).sum() > 0
+    assert_close(got, want)
+    twice = [mx.vmap(mx.vmap(h, in_axes=(0, None)), in_axes=(1, None)) for h in (f, swish_shift)]
+    assert_close(*(mx.grad(lambda x, h=h: mx.sum(mx.sin(h(x, b))))(middle) for h in twice))
+    assert_close(*(mx.grad(lambda x, h=h: mx.sum(mx.vmap(h, in_axes=1)(x)[1]))(middle) for h in (g, rows_and_sums)))
     # the forward values are the kernels' own, bit for bit, before and after
     for got, want in zip([f(x, b), *g(x)], forward):
         assert np.array_equal(np.array(got), want)
@@ -1032,6 +1041,22 @@ def test_a_backend_this_machine_cannot_run_is_refused_when_the_jit_is_made():
         if backends.missing_device(name):
             with pytest.raises(backends.BackendError, match=f"backend '{name}' can't run kernels on this machine"):
                 jit(swish_shift, backend=name)
+    with pytest.raises(backends.BackendError, match="backend 'mlx' renders kernels as MLX ops"):
+        jit(swish_shift, backend="mlx")  # which gave every signature a RuntimeWarning, then MLX
+
+
+def test_an_object_with_a_call_method_is_traced_through_it(tmp_path):
+    class Scaled:
+        def __init__(self, s):
+            self.s = s
+
+        def __call__(self, x, b):
+            return swish_shift(x, b) * self.s
+
+    x, b = arrays("callable", (4, 40), (40,))
+    f = jit(Scaled(3.0), cache_dir=tmp_path)
+    assert_close(f(x, b), Scaled(3.0)(x, b))
+    assert f.last_trace.kernels, f.last_trace.describe()  # was: not compiled, no attribute '__globals__'
 
 
 def test_a_matmuls_epilogue_gets_its_kernel_on_tiny_inputs(tmp_path):

@@ -605,6 +605,15 @@ class CRenderer(CFamily):
     def expr(self, ins: Instr) -> str:
         if ins.op is Op.DIV and ins.srcs[1] in self.inverted:
             return self.rounded(ins, f"({self.name(ins.srcs[0])} * q{ins.srcs[1]})")
+        half = self.k.body[ins.srcs[1]] if ins.op is Op.POW else None
+        if half is not None and half.op is Op.CONST and half.attr("size") is None and constant(half).item() == 0.5:
+            # GCC's vectorizer takes powf(x, 0.5f) for sqrtf(x) under -fno-math-errno (its pow
+            # pattern, vect_recog_pow_pattern), which is NaN at -inf and -0 at -0 where pow gives
+            # +inf and +0 (C99 F.9.4.4),
+            # in every variant with a vectorized loop (docs/experiments/2026-12-07m-cpu/pow_half.out);
+            # sqrtf, exact, with pow's edges
+            x = self.name(ins.srcs[0])
+            return self.rounded(ins, f"({x} == -INFINITY ? INFINITY : sqrtf({x}) + 0.0f)")
         return super().expr(ins)
 
     def row_value(self, i: int, value: str, ctype: str | None = None) -> str:
@@ -1440,7 +1449,7 @@ class CRenderer(CFamily):
                     value = f"({neumaier_total(f'ap_t{r}[l]', f'ap_k{r}[l]')})"
                 if spread_pass and r == sh.spread:
                     value = f"(ap_ok[l] ? ap_cv[l] : {value})"
-                results.append(self.row_value(r, self.round(value, k.body[r].dtype), "float"))
+                results.append(self.row_value(r, self.rounded(k.body[r], value), "float"))
             lines += self.lanes(indent, count, elem, kept, list(rp.row_after) + stored.get(n, []),
                                 first=results, defined=rp.reduces)
         if p.final_elem:  # per-element outputs (a permuted loop's: elem_index)
@@ -1558,7 +1567,7 @@ class CRenderer(CFamily):
                                           vector_for=keep_vector if last else None, head=head)
             for r in rp.reduces:
                 value = f"(n{r} ? NAN : a{r})" if r in self.flagged else f"a{r}"
-                lines.append(f"    {self.row_value(r, self.round(value, self.k.body[r].dtype), 'float')}")
+                lines.append(f"    {self.row_value(r, self.rounded(self.k.body[r], value), 'float')}")
             lines += [f"    {self.assign(i)}" for i in rp.row_after]
             if piped and st and n == 0:  # a stash's: before the last pass writes this row's over the kept row's
                 lines += ["    if (ap_piped && ap_last >= 0) {", *self.kept_rest("      ", final, held), "    }"]
