@@ -142,7 +142,8 @@ class Cache:
         except FileNotFoundError:
             return None
         except Refused as e:
-            warnings.warn(CacheWarning(f"refused cache entry {path}: {e}; it will be rebuilt"), stacklevel=2)
+            warnings.warn(CacheWarning(f"refused cache entry {path}: {e}; it is not loaded (a new build replaces "
+                                       "it where compiling is allowed)"), stacklevel=2)
             return None
 
     def _read(self, path: Path, key: Key) -> Entry:

@@ -46,7 +46,8 @@ def round_to(x: np.ndarray, name: str) -> np.ndarray:
         rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
         out = rounded.astype(np.uint32).view(np.float32)
         return np.where(nan, np.float32(np.nan), out)
-    return np.asarray(x).astype(to_numpy(name))
+    with np.errstate(over="ignore"):  # a value past float16's range rounds to inf, as it should
+        return np.asarray(x).astype(to_numpy(name))
 
 
 def _bfloat16_of_float64(x: np.ndarray) -> np.ndarray:

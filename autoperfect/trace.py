@@ -686,6 +686,12 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
         return types.MethodType(bind_mx(fn.__func__, ns), fn.__self__)
     if isinstance(fn, functools.partial):
         return functools.partial(bind_mx(fn.func, ns), *fn.args, **fn.keywords)
+    if not isinstance(fn, types.FunctionType):
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType):  # an object whose class defines __call__: that method
+            return bind_mx(types.MethodType(call, fn), ns)
+        raise TraceError(f"{fn!r} is not a Python function, method or object with a __call__ method: "
+                         "nothing to trace")
     module = fn.__globals__
     new_globals = dict(module)
     for key, value in module.items():
@@ -740,9 +746,13 @@ def _traced(ctx: _Context, fn: Callable, inputs: Sequence[tuple[str, Sequence[in
     except TraceError:
         raise
     except Exception as e:  # the user's code failed on tracer values
-        reached = (" (a traced value reached mlx itself: the tracer follows `mx` in the function's own module "
-                   "and that module's functions, not `mlx.core.` spelled out, mlx.nn or another module's helpers)"
-                   if "Tracer" in str(e) or "trees of arrays" in str(e) else "")
+        if "unsupported operand type" in str(e):
+            reached = " (an operator the tracer does not have: the function runs as MLX)"
+        elif "Tracer" in str(e) or "trees of arrays" in str(e):
+            reached = (" (a traced value reached mlx itself: the tracer follows `mx` in the function's own module "
+                       "and that module's functions, not `mlx.core.` spelled out, mlx.nn or another module's helpers)")
+        else:
+            reached = ""
         raise TraceError(f"{type(e).__name__}: {e} at {_failing_line(e)}{reached}") from e
     finally:
         stack.pop()

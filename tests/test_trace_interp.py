@@ -241,6 +241,10 @@ def spells_out_mlx_core(x):
     return mlx.core.exp(x)
 
 
+def uses_remainder(x):
+    return x % 1.5
+
+
 X3 = [("x", (3,), "float32")]
 
 REFUSED = [
@@ -254,6 +258,7 @@ REFUSED = [
     (mismatched_shapes, X3 + [("y", (4,), "float32")], ["broadcast", "add", "return x + y"]),
     (bad_reshape, X3, ["reshape", "return mx.reshape(x, (4, 4))"]),
     (spells_out_mlx_core, X3, ["reached mlx itself", "`mlx.core.` spelled out", "return mlx.core.exp(x)"]),
+    (uses_remainder, X3, ["for %: 'Tracer' and 'float'", "an operator the tracer does not have", "return x % 1.5"]),
 ]
 
 
