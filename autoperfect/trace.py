@@ -699,6 +699,10 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
             new_globals[key] = ns
         elif isinstance(value, types.FunctionType) and value.__globals__ is module:
             new_globals[key] = _rebound(value, new_globals)
+        elif callable(getattr(value, "traced_as", None)):  # an autoperfect.jit: traced as its function,
+            inner = value.traced_as  # so its ops fuse with the caller's
+            new_globals[key] = (_rebound(inner, new_globals) if isinstance(inner, types.FunctionType)
+                                and inner.__globals__ is module else bind_mx(inner, ns))
         elif callable(value) and getattr(mx_real, key, None) is value:
             new_globals[key] = getattr(ns, key)  # `from mlx.core import exp`
     new_globals.setdefault("mx", ns)

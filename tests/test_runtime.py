@@ -1045,6 +1045,22 @@ def test_a_backend_this_machine_cannot_run_is_refused_when_the_jit_is_made():
         jit(swish_shift, backend="mlx")  # which gave every signature a RuntimeWarning, then MLX
 
 
+INNER = None  # a module's jitted helper, which another jitted function calls (set by the test)
+
+
+def calls_a_jitted_helper(x, b):
+    return INNER(x, b) * 2.0
+
+
+def test_a_jitted_function_calling_a_jitted_one_traces_through_it(tmp_path, monkeypatch):
+    """The helper's ops fuse with the caller's (it ran as MLX: the helper's jit was handed tracers)."""
+    monkeypatch.setitem(globals(), "INNER", jit(swish_shift, cache_dir=tmp_path))
+    x, b = arrays("nested", (4, 40), (40,))
+    f = jit(calls_a_jitted_helper, cache_dir=tmp_path)
+    assert_close(f(x, b), swish_shift(x, b) * 2.0)
+    assert f.last_trace.kernels and not f.last_trace.eager, f.last_trace.describe()
+
+
 def test_an_object_with_a_call_method_is_traced_through_it(tmp_path):
     class Scaled:
         def __init__(self, s):
