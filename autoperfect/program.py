@@ -271,7 +271,7 @@ def written_beside(a: np.ndarray) -> tuple[str, int] | None:
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
         if base is None:
             return None
-    whole = np.frombuffer(base, np.uint8, count=len(base) - 2 * GUARD, offset=GUARD)
+    whole = _usable(base)
     start = a.ctypes.data - whole.ctypes.data
     before, after = whole[:start], whole[start + a.nbytes:]
     if (before != SLACK).any():
@@ -279,6 +279,11 @@ def written_beside(a: np.ndarray) -> tuple[str, int] | None:
     if (after != SLACK).any():
         return "after", int(np.argmax(after != SLACK)) + 1
     return None
+
+
+def _usable(region: mmap.mmap) -> np.ndarray:
+    """A guarded region's bytes between its two GUARDs."""
+    return np.frombuffer(region, np.uint8, count=len(region) - 2 * GUARD, offset=GUARD)
 
 
 class _Regions:
@@ -301,8 +306,9 @@ class _Regions:
         region = self._take(usable)
         if region is None:
             return None
-        whole = np.frombuffer(region, np.uint8, count=usable, offset=GUARD)
+        whole = _usable(region)
         whole[:start] = whole[start + nbytes:] = SLACK
+        # an array of its own (not a slice of `whole`): the views made of it keep it, and so the region, lent
         data = np.frombuffer(region, np.uint8, count=nbytes, offset=GUARD + start)
         with self.lock:
             self.kept.append((usable, region, weakref.ref(data)))

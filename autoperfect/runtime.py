@@ -672,13 +672,16 @@ class _Gating:
 class Jit:
     """`fn` with fused, verified kernels; see the module docstring. Not thread-safe."""
 
-    traces_through = True  # a jitted function calling this one traces `traced_as` (trace.bind_mx)
+    @property
+    def traced_as(self) -> Callable:
+        """What a jitted function calling this one traces in its place (trace.bind_mx): `fn`, whose
+        ops then fuse with the caller's."""
+        return self.fn
 
     def __init__(self, fn: Callable, allow_compile: bool = True, backend: str = "auto",
                  cache_dir: str | None = None, timeout_s: float = GATE_TIMEOUT_S, race: bool = True,
                  fused_vjp: bool = True):
         functools.update_wrapper(self, fn)
-        self.traced_as = fn
         self.fn, self.allow_compile, self.timeout_s, self.race = fn, allow_compile, timeout_s, race
         self.fused_vjp = fused_vjp
         self.backend = backends.for_default_device() if backend == "auto" else backends.resolve([backend])[0]

@@ -699,9 +699,9 @@ def bind_mx(fn: Callable, ns: Any) -> Callable:
             new_globals[key] = ns
         elif isinstance(value, types.FunctionType) and value.__globals__ is module:
             new_globals[key] = _rebound(value, new_globals)
-        elif getattr(type(value), "traces_through", False):  # an autoperfect.jit: traced as its function,
-            inner = value.traced_as  # so its ops fuse with the caller's (asked of the type: a global may
-            # answer any attribute, as a tracing namespace does, by raising)
+        elif isinstance(getattr(type(value), "traced_as", None), property):  # an autoperfect.jit: traced
+            inner = value.traced_as  # as its function (asked of the type: a global may answer any
+            # attribute by raising, as a tracing namespace does)
             new_globals[key] = (_rebound(inner, new_globals) if isinstance(inner, types.FunctionType)
                                 and inner.__globals__ is module else bind_mx(inner, ns))
         elif callable(value) and getattr(mx_real, key, None) is value:

@@ -608,9 +608,8 @@ class CRenderer(CFamily):
         half = self.k.body[ins.srcs[1]] if ins.op is Op.POW else None
         if half is not None and half.op is Op.CONST and half.attr("size") is None and constant(half).item() == 0.5:
             # GCC's vectorizer takes powf(x, 0.5f) for sqrtf(x) under -fno-math-errno (its pow
-            # pattern, vect_recog_pow_pattern), which is NaN at -inf and -0 at -0 where pow gives
-            # +inf and +0 (C99 F.9.4.4),
-            # in every variant with a vectorized loop (docs/experiments/2026-12-07m-cpu/pow_half.out);
+            # pattern, vect_recog_pow_pattern): NaN at -inf and -0 at -0, where pow gives +inf and +0
+            # (C99 F.9.4.4), in every variant (docs/experiments/2026-12-07m-cpu/pow_half.out). So
             # sqrtf, exact, with pow's edges
             x = self.name(ins.srcs[0])
             return self.rounded(ins, f"({x} == -INFINITY ? INFINITY : sqrtf({x}) + 0.0f)")

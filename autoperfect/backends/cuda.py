@@ -413,13 +413,6 @@ def _bits(a):
     return a.view({4: mx.uint32, 2: mx.uint16, 1: mx.uint8}[a.itemsize]).reshape(-1)
 
 
-def _device(buffer: np.ndarray, dtype: str):
-    """A numpy buffer of the judge (bfloat16 held as uint16) as an MLX array of `dtype`."""
-    import mlx.core as mx
-
-    return _as(mx.array(np.ascontiguousarray(buffer)), dtype)
-
-
 # Bytes of SLACK (all ones: NaN in every float type) on the device before and after every input the
 # judge gives a GPU kernel, inside one array: a kernel reading an element beside its input (a vector
 # load over a row's tail) computes with NaN, where MLX's pool held whatever lay there, and a write
@@ -428,23 +421,17 @@ BESIDE = 256
 
 
 def _device_beside(buffer: np.ndarray, dtype: str):
-    """(a numpy buffer of the judge as an MLX array of `dtype`, the device array of bytes it lies
-    in, BESIDE bytes of SLACK before and after it)."""
+    """(a numpy buffer of the judge, bfloat16 held as uint16, as an MLX array of `dtype`; the device
+    array of bytes it lies in, BESIDE bytes of SLACK before and after it; a copy of that array, which
+    no kernel sees, to compare it with after the runs)."""
     import mlx.core as mx
 
     data = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
     whole = np.full(data.size + 2 * BESIDE, SLACK, np.uint8)
     whole[BESIDE:BESIDE + data.size] = data
     around = mx.array(whole)
-    x = around[BESIDE:BESIDE + data.size].view(mx.uint16 if dtype == "bfloat16" else dtypes.to_mlx(dtype))
-    return _as(x, dtype).reshape(buffer.shape), around
-
-
-def _as(x, dtype: str):
-    """An MLX array of the judge's storage type for `dtype` (bfloat16 held as uint16) as one of `dtype`."""
-    import mlx.core as mx
-
-    return x.view(mx.bfloat16) if dtype == "bfloat16" else x
+    x = around[BESIDE:BESIDE + data.size].view(dtypes.to_mlx(dtype)).reshape(buffer.shape)
+    return x, around, mx.array(whole)
 
 
 class Kernel:
@@ -591,28 +578,27 @@ class Kernel:
         import mlx.core as mx
 
         n_in = len(self.k.inputs)
-        ins, around = zip(*[_device_beside(b, a.dtype) for b, a in zip(buffers[:n_in], self.k.inputs)]) \
-            if n_in else ((), ())
-        kept = [_device(b, a.dtype) for b, a in zip(buffers[:n_in], self.k.inputs)]  # buffers of their own
+        lent = [_device_beside(b, a.dtype) for b, a in zip(buffers[:n_in], self.k.inputs)]
+        ins = [x for x, _, _ in lent]
         sizes = [math.prod(s) for s in launch.out_shapes]
         runs = []
         for fill in (0.0, 1.0):
             outs = self(ins, launch, [(n + CANARY,) for n in sizes], fill)
             mx.eval(outs)
             runs.append([(_bits(o), _bits(mx.full((1,), fill, o.dtype))) for o in outs])
-        touched = [mx.any(_bits(x) != _bits(y)) for x, y in zip(ins, kept)]
-        beside = [(mx.any(whole[:BESIDE] != SLACK), mx.any(whole[-BESIDE:] != SLACK)) for whole in around]
+        # each input's bytes, then those before and after it, against the copy no kernel saw
+        parts = (slice(BESIDE, -BESIDE), slice(None, BESIDE), slice(-BESIDE, None))
+        touched = [[mx.any(whole[p] != kept[p]) for p in parts] for _, whole, kept in lent]
         checks = []
         for n, (a, fa), (b, fb) in zip(sizes, *runs):
             fence = (a[n:] != fa) | (b[n:] != fb)
             unwritten = (a[:n] == fa) & (b[:n] == fb)
             checks.append((fence, unwritten, mx.any(fence), mx.any(unwritten),
                            mx.any((a[:n] != b[:n]) & ~unwritten)))
-        mx.eval(touched, beside, [c[2:] for c in checks])
-        for j, changed in enumerate(touched):
-            if changed.item():
-                raise IntegrityError(f"kernel {self.k.name} wrote into its input {self.k.inputs[j].name}")
-        for arg, x, sides in zip(self.k.inputs, ins, beside):
+        mx.eval(touched, [c[2:] for c in checks])
+        for arg, x, (inside, *sides) in zip(self.k.inputs, ins, touched):
+            if inside.item():
+                raise IntegrityError(f"kernel {self.k.name} wrote into its input {arg.name}")
             for side, changed in zip(("before", "after"), sides):
                 if changed.item():
                     raise IntegrityError(f"kernel {self.k.name} wrote out of bounds {side} input {arg.name} "
